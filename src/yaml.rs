@@ -1,0 +1,533 @@
+//! YAML documents as trees whose every node keeps its byte span, so that a finding about any
+//! value (a request field, a manifest node, a schema error's JSON pointer) points at a line.
+//!
+//! Built on saphyr-parser's event stream with YAML 1.2 core-schema scalars: `no`, `on` and
+//! `y` are strings, as the YAML 1.2 spec says. Duplicate keys are kept out of the tree and
+//! reported, because kubectl refuses them and a silent "last one wins" hides mistakes.
+//! Nesting depth and alias expansion are bounded, so no input can blow the stack or memory.
+
+use crate::source::{Source, Span};
+use saphyr_parser::{Event, Parser, ScalarStyle, Tag};
+use serde_json::Value as Json;
+use std::collections::HashMap;
+
+/// Limits for one parse.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Deepest nesting of mappings and sequences.
+    pub max_depth: usize,
+    /// Most nodes in all documents, counting every node an alias copies.
+    pub max_nodes: usize,
+    /// Most documents in one stream.
+    pub max_documents: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_depth: 128,
+            max_nodes: 1_000_000,
+            max_documents: 100_000,
+        }
+    }
+}
+
+/// A YAML value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    /// Entries in document order, without duplicate keys.
+    Map(Vec<(Node, Node)>),
+}
+
+/// A value and where it stands in the source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub value: Value,
+    /// For scalars, the scalar's text; for collections, their first character.
+    pub span: Span,
+}
+
+/// A key that appears twice in one mapping.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DuplicateKey {
+    pub key: String,
+    pub first: Span,
+    pub second: Span,
+}
+
+/// The documents of a stream and the duplicate keys met on the way.
+#[derive(Debug, Default)]
+pub struct Stream {
+    pub documents: Vec<Node>,
+    pub duplicates: Vec<DuplicateKey>,
+    /// Plain scalars that YAML 1.1 tools (PyYAML, go-yaml v2) read as booleans, such as
+    /// `no` and `on`, and that this parser, like YAML 1.2, reads as strings.
+    pub yaml11_booleans: Vec<Span>,
+}
+
+/// Why a stream could not be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct SyntaxError {
+    pub message: String,
+    pub span: Span,
+}
+
+/// One collection being built.
+enum Open {
+    Seq {
+        start: usize,
+        anchor: usize,
+        items: Vec<Node>,
+    },
+    Map {
+        start: usize,
+        anchor: usize,
+        entries: Vec<(Node, Node)>,
+        key: Option<Node>,
+    },
+}
+
+/// Parse every document of `source`.
+pub fn parse(source: &Source, limits: Limits) -> Result<Stream, SyntaxError> {
+    let mut stream = Stream::default();
+    let mut stack: Vec<Open> = Vec::new();
+    let mut anchors: HashMap<usize, Node> = HashMap::new();
+    let mut nodes = 0usize;
+    let at = |m: saphyr_parser::Marker| source.offset(m.line(), m.col());
+    for event in Parser::new_from_str(source.text()) {
+        let (event, span) = event.map_err(|e| {
+            let pos = at(*e.marker());
+            SyntaxError {
+                message: e.info().to_string(),
+                span: pos..pos,
+            }
+        })?;
+        let start = at(span.start);
+        let complete = match event {
+            Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => None,
+            Event::DocumentStart(_) => {
+                if stream.documents.len() >= limits.max_documents {
+                    return Err(SyntaxError {
+                        message: format!("more than {} documents", limits.max_documents),
+                        span: start..start,
+                    });
+                }
+                anchors.clear();
+                None
+            }
+            Event::Alias(id) => {
+                let node = anchors.get(&id).cloned().ok_or_else(|| SyntaxError {
+                    message: "alias to an unknown anchor".into(),
+                    span: start..start,
+                })?;
+                nodes += count(&node);
+                Some((node, 0))
+            }
+            Event::Scalar(text, style, anchor, tag) => {
+                let value = resolve(&text, style, tag.as_deref());
+                let end = at(span.end).max(start);
+                if style == ScalarStyle::Plain && tag.is_none() && is_yaml11_boolean(&text) {
+                    stream.yaml11_booleans.push(start..end);
+                }
+                nodes += 1;
+                Some((
+                    Node {
+                        value,
+                        span: start..end,
+                    },
+                    anchor,
+                ))
+            }
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                if stack.len() >= limits.max_depth {
+                    return Err(SyntaxError {
+                        message: format!("nesting deeper than {} levels", limits.max_depth),
+                        span: start..start,
+                    });
+                }
+                stack.push(if matches!(event, Event::SequenceStart(..)) {
+                    Open::Seq {
+                        start,
+                        anchor,
+                        items: Vec::new(),
+                    }
+                } else {
+                    Open::Map {
+                        start,
+                        anchor,
+                        entries: Vec::new(),
+                        key: None,
+                    }
+                });
+                None
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                nodes += 1;
+                stack.pop().map(|open| match open {
+                    Open::Seq {
+                        start,
+                        anchor,
+                        items,
+                    } => (node(Value::Seq(items), start), anchor),
+                    Open::Map {
+                        start,
+                        anchor,
+                        entries,
+                        ..
+                    } => (node(Value::Map(entries), start), anchor),
+                })
+            }
+        };
+        if nodes > limits.max_nodes {
+            return Err(SyntaxError {
+                message: format!(
+                    "more than {} nodes (aliases expanding into a very large document?)",
+                    limits.max_nodes
+                ),
+                span: start..start,
+            });
+        }
+        let Some((node, anchor)) = complete else {
+            continue;
+        };
+        if anchor != 0 {
+            anchors.insert(anchor, node.clone());
+        }
+        match stack.last_mut() {
+            None => stream.documents.push(node),
+            Some(Open::Seq { items, .. }) => items.push(node),
+            Some(Open::Map { entries, key, .. }) => match key.take() {
+                None => *key = Some(node),
+                Some(k) => {
+                    let name = key_text(&k);
+                    if let Some((first, _)) = entries.iter().find(|(e, _)| key_text(e) == name) {
+                        stream.duplicates.push(DuplicateKey {
+                            key: name,
+                            first: first.span.clone(),
+                            second: k.span,
+                        });
+                    } else {
+                        entries.push((k, node));
+                    }
+                }
+            },
+        }
+    }
+    Ok(stream)
+}
+
+fn node(value: Value, start: usize) -> Node {
+    Node {
+        value,
+        span: start..start + 1,
+    }
+}
+
+fn count(node: &Node) -> usize {
+    1 + match &node.value {
+        Value::Seq(items) => items.iter().map(count).sum(),
+        Value::Map(entries) => entries.iter().map(|(k, v)| count(k) + count(v)).sum(),
+        _ => 0,
+    }
+}
+
+/// YAML 1.2 core schema resolution of a scalar.
+fn resolve(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Value {
+    let core_tag = tag
+        .filter(|t| t.is_yaml_core_schema() || t.handle == "!!")
+        .map(|t| t.suffix.as_str());
+    if core_tag == Some("str") || (style != ScalarStyle::Plain && core_tag.is_none()) {
+        return Value::Str(text.to_string());
+    }
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return Value::Float(f64::INFINITY);
+        }
+        "-.inf" | "-.Inf" | "-.INF" => return Value::Float(f64::NEG_INFINITY),
+        ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
+        _ => {}
+    }
+    let int = if let Some(oct) = text.strip_prefix("0o") {
+        i64::from_str_radix(oct, 8).ok()
+    } else if let Some(hex) = text.strip_prefix("0x") {
+        i64::from_str_radix(hex, 16).ok()
+    } else if is_decimal_int(text) {
+        text.parse().ok()
+    } else {
+        None
+    };
+    if let Some(i) = int {
+        return Value::Int(i);
+    }
+    if is_float(text)
+        && let Ok(f) = text.parse()
+    {
+        return Value::Float(f);
+    }
+    Value::Str(text.to_string())
+}
+
+/// The YAML 1.1 booleans that YAML 1.2 reads as strings.
+fn is_yaml11_boolean(s: &str) -> bool {
+    matches!(
+        s,
+        "y" | "Y"
+            | "yes"
+            | "Yes"
+            | "YES"
+            | "n"
+            | "N"
+            | "no"
+            | "No"
+            | "NO"
+            | "on"
+            | "On"
+            | "ON"
+            | "off"
+            | "Off"
+            | "OFF"
+    )
+}
+
+fn is_decimal_int(s: &str) -> bool {
+    let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`
+fn is_float(s: &str) -> bool {
+    let s = s.strip_prefix(['-', '+']).unwrap_or(s);
+    let (mantissa, exponent) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    let mantissa_ok = digits(int) && digits(frac) && !(int.is_empty() && frac.is_empty());
+    let exponent_ok = exponent.is_none_or(is_decimal_int);
+    mantissa_ok && exponent_ok
+}
+
+/// A mapping key as text: scalars as written, anything else in flow JSON.
+pub fn key_text(key: &Node) -> String {
+    match &key.value {
+        Value::Str(s) => s.clone(),
+        _ => key.to_json().to_string(),
+    }
+}
+
+/// One step of a path into a tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Key(String),
+    Index(usize),
+}
+
+impl Node {
+    /// The value as JSON; non-finite floats become strings, as JSON has none.
+    pub fn to_json(&self) -> Json {
+        match &self.value {
+            Value::Null => Json::Null,
+            Value::Bool(b) => Json::Bool(*b),
+            Value::Int(i) => Json::from(*i),
+            Value::Float(f) => serde_json::Number::from_f64(*f)
+                .map_or_else(|| Json::String(f.to_string()), Json::Number),
+            Value::Str(s) => Json::String(s.clone()),
+            Value::Seq(items) => Json::Array(items.iter().map(Node::to_json).collect()),
+            Value::Map(entries) => Json::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (key_text(k), v.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The value of a mapping's key.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.entry(key).map(|(_, v)| v)
+    }
+
+    /// A mapping's entry (key node and value node).
+    pub fn entry(&self, key: &str) -> Option<(&Node, &Node)> {
+        match &self.value {
+            Value::Map(entries) => entries
+                .iter()
+                .find(|(k, _)| key_text(k) == key)
+                .map(|(k, v)| (k, v)),
+            _ => None,
+        }
+    }
+
+    /// The node a path leads to, with the key node that names it when the last step is a key.
+    pub fn lookup<'a>(&'a self, path: &[Step]) -> Option<(Option<&'a Node>, &'a Node)> {
+        let mut key = None;
+        let mut node = self;
+        for step in path {
+            match (step, &node.value) {
+                (Step::Key(k), _) => {
+                    let (kn, vn) = node.entry(k)?;
+                    key = Some(kn);
+                    node = vn;
+                }
+                (Step::Index(i), Value::Seq(items)) => {
+                    key = None;
+                    node = items.get(*i)?;
+                }
+                _ => return None,
+            }
+        }
+        Some((key, node))
+    }
+
+    /// The deepest node on `path` that exists, with the number of steps that led to it.
+    pub fn deepest<'a>(&'a self, path: &[Step]) -> (usize, Option<&'a Node>, &'a Node) {
+        for len in (0..=path.len()).rev() {
+            if let Some((key, node)) = self.lookup(&path[..len]) {
+                return (len, key, node);
+            }
+        }
+        (0, None, self)
+    }
+
+    /// A short description for "found ..." messages.
+    pub fn describe(&self) -> &'static str {
+        match self.value {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Int(_) => "an integer",
+            Value::Float(_) => "a number",
+            Value::Str(_) => "a string",
+            Value::Seq(_) => "a sequence",
+            Value::Map(_) => "a mapping",
+        }
+    }
+}
+
+/// A path for people: `spec.storage.mounts[0].name`, with keys that are not plain words
+/// quoted: `spec.scheduling.nodeSelector["nvidia.com/gpu.product"]`.
+pub fn display_path(path: &[Step]) -> String {
+    let mut out = String::new();
+    for step in path {
+        match step {
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
+            Step::Key(k)
+                if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+            {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+            Step::Key(k) => out.push_str(&format!("[{}]", serde_json::Value::from(k.as_str()))),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(text: &str) -> Node {
+        let mut s = parse(&Source::new("t", text), Limits::default()).unwrap();
+        assert!(s.duplicates.is_empty());
+        s.documents.remove(0)
+    }
+
+    #[test]
+    fn core_schema_scalars() {
+        let n = one(
+            "a: no\nb: 'true'\nc: true\nd: 010\ne: 0x1f\nf: 1.5e3\ng: ~\nh: y\ni: .5\nj: 1.\nk: 12abc\nl: !!str 12\nm: -7\n",
+        );
+        let j = n.to_json();
+        assert_eq!(
+            j,
+            serde_json::json!({"a": "no", "b": "true", "c": true, "d": 10, "e": 31, "f": 1500.0,
+                "g": null, "h": "y", "i": 0.5, "j": 1.0, "k": "12abc", "l": "12", "m": -7})
+        );
+    }
+
+    #[test]
+    fn spans_point_at_scalars() {
+        let src = Source::new("t", "spec:\n  gpus: eight\n");
+        let n = parse(&src, Limits::default()).unwrap().documents.remove(0);
+        let path = [Step::Key("spec".into()), Step::Key("gpus".into())];
+        let (key, value) = n.lookup(&path).unwrap();
+        assert_eq!(&src.text()[value.span.clone()], "eight");
+        assert_eq!(&src.text()[key.unwrap().span.clone()], "gpus");
+        assert_eq!(src.line_col(value.span.start), (2, 9));
+    }
+
+    #[test]
+    fn duplicate_keys_are_reported_and_the_first_kept() {
+        let src = Source::new("t", "a: 1\nb: 2\na: 3\n");
+        let s = parse(&src, Limits::default()).unwrap();
+        assert_eq!(s.duplicates.len(), 1);
+        assert_eq!(s.duplicates[0].key, "a");
+        assert_eq!(src.line_col(s.duplicates[0].second.start), (3, 1));
+        assert_eq!(
+            s.documents[0].to_json(),
+            serde_json::json!({"a": 1, "b": 2})
+        );
+    }
+
+    #[test]
+    fn aliases_expand_within_a_budget() {
+        let s = parse(
+            &Source::new("t", "a: no\nb: 'no'\nc: [on, noon]\n"),
+            Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(s.yaml11_booleans, vec![3..5, 18..20]);
+        let ok = one("a: &x [1, 2]\nb: *x\n");
+        assert_eq!(ok.to_json(), serde_json::json!({"a": [1, 2], "b": [1, 2]}));
+        let mut bomb = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..9 {
+            let prev = (b'a' + i - 1) as char;
+            let cur = (b'a' + i) as char;
+            bomb.push_str(&format!("{cur}: &{cur} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"));
+        }
+        let err = parse(&Source::new("t", bomb), Limits::default()).unwrap_err();
+        assert!(err.message.contains("nodes"), "{err}");
+    }
+
+    #[test]
+    fn depth_is_bounded_and_syntax_errors_have_positions() {
+        let block: String = (0..300)
+            .map(|i| format!("{}k:\n", "  ".repeat(i)))
+            .collect();
+        let err = parse(&Source::new("t", block), Limits::default()).unwrap_err();
+        assert!(err.message.contains("nesting deeper than 128"), "{err}");
+        // Deep flow collections hit the parser's own recursion limit first.
+        let flow = "[".repeat(500) + &"]".repeat(500);
+        assert!(parse(&Source::new("t", flow), Limits::default()).is_err());
+        let src = Source::new("t", "a: [1, 2\nb: 3\n");
+        let err = parse(&src, Limits::default()).unwrap_err();
+        assert!(src.line_col(err.span.start).0 >= 2, "{err:?}");
+    }
+
+    #[test]
+    fn multiple_documents_and_json() {
+        let s = parse(
+            &Source::new("t", "---\na: 1\n---\nb: 2\n"),
+            Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(s.documents.len(), 2);
+        assert_eq!(
+            one(r#"{"a": [1, "x"]}"#).to_json(),
+            serde_json::json!({"a": [1, "x"]})
+        );
+    }
+}
