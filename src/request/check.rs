@@ -1,0 +1,747 @@
+//! The cross-field rules of the spec that a JSON Schema cannot say: one command mode,
+//! `{config_path}` only in config mode, pinned images, where results go, quantities, names
+//! Kubernetes accepts, storage that makes sense, and no credential anywhere in the request.
+//! Each rule reports at the field it is about, through the request's spanned tree.
+
+use super::load::{INVALID_VALUE, pin};
+use super::{ActionRequest, Tier};
+use crate::diag::Diagnostic;
+use crate::names;
+use crate::quantity;
+use crate::secrets;
+use crate::yaml::{Node, Step, Value};
+
+pub const COMMAND_MODE: &str = "TK010";
+pub const CONFIG_PATH: &str = "TK011";
+pub const IMAGE: &str = "TK012";
+pub const RESULTS_DIR: &str = "TK013";
+pub const QUANTITY: &str = "TK014";
+pub const ENV_NAME: &str = "TK015";
+pub const CREDENTIAL: &str = "TK016";
+pub const NAME: &str = "TK017";
+pub const STORAGE: &str = "TK018";
+pub const UNSUPPORTED: &str = "TK019";
+
+/// The placeholder replaced by the staged spec's in-pod path.
+pub const CONFIG_PATH_TOKEN: &str = "{config_path}";
+
+/// Labels the renderer sets; a request may not set them itself.
+const RESERVED_LABEL_PREFIXES: &[&str] = &[
+    "app.kubernetes.io/",
+    "tao-k8s.io/",
+    "batch.kubernetes.io/",
+    "kueue.x-k8s.io/",
+];
+
+/// Environment names that carry credentials: they come from the submitter's environment
+/// through the credentials Secret, never from the request.
+pub const CREDENTIAL_ENV: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "ACCESS_KEY",
+    "SECRET_KEY",
+    "NGC_KEY",
+    "NGC_API_KEY",
+];
+
+struct Checker<'a> {
+    tree: &'a Node,
+    diags: Vec<Diagnostic>,
+}
+
+fn path(dotted: &str) -> Vec<Step> {
+    dotted
+        .split('.')
+        .map(|k| Step::Key(k.to_string()))
+        .collect()
+}
+
+fn with(mut base: Vec<Step>, step: impl Into<StepArg>) -> Vec<Step> {
+    base.push(match step.into() {
+        StepArg::Key(k) => Step::Key(k),
+        StepArg::Index(i) => Step::Index(i),
+    });
+    base
+}
+
+enum StepArg {
+    Key(String),
+    Index(usize),
+}
+impl From<&str> for StepArg {
+    fn from(k: &str) -> Self {
+        StepArg::Key(k.to_string())
+    }
+}
+impl From<&String> for StepArg {
+    fn from(k: &String) -> Self {
+        StepArg::Key(k.clone())
+    }
+}
+impl From<usize> for StepArg {
+    fn from(i: usize) -> Self {
+        StepArg::Index(i)
+    }
+}
+
+impl Checker<'_> {
+    fn error(
+        &mut self,
+        code: &'static str,
+        at: &[Step],
+        message: String,
+        label: &str,
+        help: Option<String>,
+    ) {
+        let mut d = pin(self.tree, at, Diagnostic::error(code, message), label);
+        d.help = help;
+        self.diags.push(d);
+    }
+
+    fn warn(
+        &mut self,
+        code: &'static str,
+        at: &[Step],
+        message: String,
+        label: &str,
+        help: Option<String>,
+    ) {
+        let mut d = pin(self.tree, at, Diagnostic::warning(code, message), label);
+        d.help = help;
+        self.diags.push(d);
+    }
+
+    /// The key span of a map entry, for findings about a key rather than its value.
+    fn key_error(
+        &mut self,
+        code: &'static str,
+        at: &[Step],
+        message: String,
+        label: &str,
+        help: Option<String>,
+    ) {
+        let span = self
+            .tree
+            .lookup(at)
+            .and_then(|(k, _)| k)
+            .map(|k| k.span.clone());
+        let mut d = pin(self.tree, at, Diagnostic::error(code, message), label);
+        if let (Some(span), Some(first)) = (span, d.labels.first_mut()) {
+            first.span = span;
+        }
+        d.help = help;
+        self.diags.push(d);
+    }
+}
+
+/// Every cross-field problem of a structurally valid request.
+pub(super) fn check(req: &ActionRequest, tree: &Node) -> Vec<Diagnostic> {
+    let mut c = Checker {
+        tree,
+        diags: Vec::new(),
+    };
+    command(&mut c, req);
+    image(&mut c, &req.spec.image, &path("spec.image"));
+    resources(&mut c, req);
+    storage(&mut c, req);
+    results_dir(&mut c, req);
+    env(&mut c, req);
+    naming(&mut c, req);
+    credentials_anywhere(&mut c, tree, &mut Vec::new());
+    c.diags
+}
+
+fn command(c: &mut Checker, req: &ActionRequest) {
+    let cmd = &req.spec.command;
+    let modes: Vec<&str> = [
+        ("shell", cmd.shell.is_some()),
+        ("args", cmd.args.is_some()),
+        ("config", cmd.config.is_some()),
+        ("script", cmd.script.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(m, set)| set.then_some(m))
+    .collect();
+    let help = Some("give exactly one of `shell`, `args`, `config` or `script`".to_string());
+    match modes.len() {
+        0 => c.error(
+            COMMAND_MODE,
+            &path("spec.command"),
+            "no command mode in `spec.command`".into(),
+            "expected one of `shell`, `args`, `config`, `script`",
+            help,
+        ),
+        1 => {}
+        _ => c.error(
+            COMMAND_MODE,
+            &path("spec.command"),
+            format!(
+                "`spec.command` has {} modes ({}); exactly one is allowed",
+                modes.len(),
+                modes.join(", ")
+            ),
+            "more than one mode",
+            help,
+        ),
+    }
+    let mut texts: Vec<(Vec<Step>, &str)> = Vec::new();
+    if let Some(shell) = &cmd.shell {
+        texts.push((path("spec.command.shell"), shell));
+    }
+    if let Some(args) = &cmd.args {
+        texts.extend(
+            args.iter()
+                .enumerate()
+                .map(|(i, a)| (with(path("spec.command.args"), i), a.as_str())),
+        );
+    }
+    if let Some(script) = &cmd.script {
+        texts.push((path("spec.command.script.text"), &script.text));
+        if !script.shell.starts_with('/') {
+            c.error(
+                INVALID_VALUE,
+                &path("spec.command.script.shell"),
+                format!(
+                    "the script shell must be an absolute path, found {:?}",
+                    script.shell
+                ),
+                "expected e.g. /bin/bash",
+                None,
+            );
+        }
+    }
+    for (at, text) in texts {
+        if text.contains(CONFIG_PATH_TOKEN) {
+            c.error(
+                CONFIG_PATH,
+                &at,
+                "`{config_path}` is only replaced in config mode".into(),
+                "would reach the container literally",
+                Some(
+                    "use `command.config` with `argv` and a spec, or write the path itself".into(),
+                ),
+            );
+        }
+    }
+    if let Some(config) = &cmd.config {
+        let at = path("spec.command.config");
+        match (&config.spec, &config.spec_inline) {
+            (None, None) => c.error(
+                COMMAND_MODE,
+                &at,
+                "config mode needs `spec` (a file) or `specInline`".into(),
+                "neither is given",
+                None,
+            ),
+            (Some(_), Some(_)) => c.error(
+                COMMAND_MODE,
+                &at,
+                "config mode takes `spec` or `specInline`, not both".into(),
+                "both are given",
+                None,
+            ),
+            (Some(_), None) => c.error(
+                UNSUPPORTED,
+                &with(at.clone(), "spec"),
+                "a config spec from a file is not supported by this version".into(),
+                "spec file",
+                Some("inline it under `specInline`".into()),
+            ),
+            (None, Some(_)) => {}
+        }
+        if let Some(sum) = &config.sha256
+            && (sum.len() != 64 || !sum.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            c.error(
+                INVALID_VALUE,
+                &with(at.clone(), "sha256"),
+                "`sha256` must be 64 hexadecimal characters".into(),
+                "not a sha256 digest",
+                None,
+            );
+        }
+        if !config.argv.iter().any(|a| a.contains(CONFIG_PATH_TOKEN)) {
+            c.warn(
+                CONFIG_PATH,
+                &with(at, "argv"),
+                "config mode argv never mentions `{config_path}`: the staged spec is mounted but not passed".into(),
+                "no `{config_path}` here",
+                Some("pass it, e.g. `[dino, train, -e, \"{config_path}\"]`".into()),
+            );
+        }
+    }
+}
+
+/// An image reference must pin a version: a tag other than `latest`, or a digest.
+fn image(c: &mut Checker, image: &str, at: &[Step]) {
+    let (name, digest) = match image.split_once('@') {
+        Some((n, d)) => (n, Some(d)),
+        None => (image, None),
+    };
+    let last = name.rsplit('/').next().unwrap_or(name);
+    let tag = last.split_once(':').map(|(_, t)| t);
+    let repo = name
+        .strip_suffix(tag.map(|t| format!(":{t}")).as_deref().unwrap_or(""))
+        .unwrap_or(name);
+    let problem = if image.is_empty()
+        || image
+            .chars()
+            .any(|ch| ch.is_whitespace() || ch.is_control())
+    {
+        Some("an image reference has no spaces".to_string())
+    } else if let Some(d) = digest {
+        let ok = d.strip_prefix("sha256:").is_some_and(|h| {
+            h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        });
+        (!ok).then(|| {
+            format!("the digest must be `sha256:` and 64 lowercase hex characters, found `{d}`")
+        })
+    } else {
+        match tag {
+            None => Some("the image has no tag or digest".to_string()),
+            Some("latest") => Some("the image uses `:latest`, which is not a version".to_string()),
+            Some(t)
+                if t.is_empty()
+                    || t.len() > 128
+                    || !t
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) =>
+            {
+                Some(format!("`{t}` is not a valid tag"))
+            }
+            Some(_) => None,
+        }
+    };
+    let problem = problem.or_else(|| {
+        let path = repo.split_once('/').map_or(repo, |(host, rest)| if host.contains(['.', ':']) || host == "localhost" { rest } else { repo });
+        (path.is_empty() || path.bytes().any(|b| b.is_ascii_uppercase()))
+            .then(|| format!("`{repo}` is not a valid repository name (lowercase letters, digits, `.`, `_`, `-`, `/`)"))
+    });
+    if let Some(problem) = problem {
+        c.error(
+            IMAGE,
+            at,
+            format!("image `{image}` cannot be used: {problem}"),
+            "expected a pinned image",
+            Some("pin a version, e.g. `nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt` or `...@sha256:<digest>`".into()),
+        );
+    }
+}
+
+fn resources(c: &mut Checker, req: &ActionRequest) {
+    let r = &req.spec.resources;
+    let mut values = Vec::new();
+    for (field, q) in [
+        ("cpu", &r.cpu),
+        ("memory", &r.memory),
+        ("shmSize", &r.shm_size),
+    ] {
+        let Some(q) = q else { continue };
+        let at = with(path("spec.resources"), field);
+        match quantity::parse(&q.0) {
+            Some(v) if v > 0.0 => values.push((field, v)),
+            Some(_) => c.error(QUANTITY, &at, format!("`{field}` must be positive, found `{}`", q.0), "not positive", None),
+            None => c.error(
+                QUANTITY,
+                &at,
+                format!("`{field}` is not a Kubernetes quantity: found `{}`", q.0),
+                "expected a quantity",
+                Some("write e.g. `16`, `500m`, `64Gi` (binary suffixes Ki Mi Gi Ti, decimal k M G T)".into()),
+            ),
+        }
+    }
+    let get = |f: &str| values.iter().find(|(n, _)| *n == f).map(|(_, v)| *v);
+    if let (Some(mem), Some(shm)) = (get("memory"), get("shmSize"))
+        && mem < shm
+    {
+        c.error(
+                QUANTITY,
+                &path("spec.resources.shmSize"),
+                "`shmSize` is larger than `memory`: a memory-backed /dev/shm counts against the memory limit".into(),
+                "larger than the memory limit",
+                Some("raise `memory` or lower `shmSize`".into()),
+            );
+    }
+    if req.nodes() > 1 {
+        c.error(
+            UNSUPPORTED,
+            &path("spec.resources.nodes"),
+            format!(
+                "multi-node rendering (nodes: {}) is not supported by this version",
+                req.nodes()
+            ),
+            "more than one node",
+            Some("use `nodes: 1`".into()),
+        );
+    }
+    if req.nodes() == 1 && req.spec.rendezvous.is_some() {
+        c.warn(
+            INVALID_VALUE,
+            &path("spec.rendezvous"),
+            "`rendezvous` is ignored for a single node".into(),
+            "ignored",
+            None,
+        );
+    }
+}
+
+fn storage(c: &mut Checker, req: &ActionRequest) {
+    let s = &req.spec.storage;
+    match (s.tier, &s.s3) {
+        (Some(Tier::A), Some(_)) => c.error(
+            STORAGE,
+            &path("spec.storage.s3"),
+            "`s3` staging needs tier C, but `tier` is A".into(),
+            "tier C only",
+            Some("set `tier: C` or remove `s3`".into()),
+        ),
+        (Some(Tier::C), None) => c.error(
+            STORAGE,
+            &path("spec.storage.tier"),
+            "tier C needs `storage.s3`".into(),
+            "no `s3` section",
+            None,
+        ),
+        _ => {}
+    }
+    if req.tier() == Tier::C {
+        c.error(
+            UNSUPPORTED,
+            &path("spec.storage"),
+            "tier C (S3 staging) is not supported by this version".into(),
+            "tier C",
+            Some("mount the data from a PVC or NFS export (tier A)".into()),
+        );
+    }
+    let mut seen_names: Vec<&str> = Vec::new();
+    let mut seen_paths: Vec<&str> = Vec::new();
+    for (i, m) in s.mounts.iter().enumerate() {
+        let at = with(path("spec.storage.mounts"), i);
+        if !names::is_dns1123_label(&m.name) {
+            c.error(
+                NAME,
+                &with(at.clone(), "name"),
+                format!("mount name `{}` is not a valid volume name", m.name),
+                "not a DNS-1123 label",
+                Some("use lowercase letters, digits and `-`, at most 63 characters".into()),
+            );
+        } else if seen_names.contains(&m.name.as_str()) {
+            c.error(
+                NAME,
+                &with(at.clone(), "name"),
+                format!("mount name `{}` is used twice", m.name),
+                "used before",
+                None,
+            );
+        }
+        seen_names.push(&m.name);
+        match (&m.persistent_volume_claim, &m.nfs) {
+            (None, None) => c.error(
+                STORAGE,
+                &at,
+                format!("mount `{}` has no source", m.name),
+                "needs `persistentVolumeClaim` or `nfs`",
+                None,
+            ),
+            (Some(_), Some(_)) => c.error(
+                STORAGE,
+                &at,
+                format!("mount `{}` has two sources", m.name),
+                "`persistentVolumeClaim` and `nfs`",
+                Some("split it into two mounts".into()),
+            ),
+            (Some(claim), None) if !names::is_dns1123_subdomain(claim) => c.error(
+                NAME,
+                &with(at.clone(), "persistentVolumeClaim"),
+                format!("`{claim}` is not a valid claim name"),
+                "not a DNS-1123 subdomain",
+                None,
+            ),
+            (None, Some(nfs)) if !nfs.path.starts_with('/') || nfs.server.is_empty() => c.error(
+                STORAGE,
+                &with(at.clone(), "nfs"),
+                "an NFS source needs a server and an absolute export path".into(),
+                "incomplete NFS source",
+                None,
+            ),
+            _ => {}
+        }
+        if let Some(problem) = path_problem(&m.mount_path) {
+            c.error(
+                STORAGE,
+                &with(at.clone(), "mountPath"),
+                format!("mountPath `{}` {problem}", m.mount_path),
+                "not a clean absolute path",
+                None,
+            );
+        } else if seen_paths.contains(&m.mount_path.as_str()) {
+            c.error(
+                STORAGE,
+                &with(at.clone(), "mountPath"),
+                format!("two mounts on `{}`", m.mount_path),
+                "mounted before",
+                None,
+            );
+        }
+        seen_paths.push(&m.mount_path);
+        if let Some(sub) = &m.sub_path
+            && (sub.is_empty() || sub.starts_with('/') || sub.split('/').any(|p| p == ".."))
+        {
+            c.error(
+                STORAGE,
+                &with(at.clone(), "subPath"),
+                format!("subPath `{sub}` must be a relative path without `..`"),
+                "not a relative path",
+                None,
+            );
+        }
+    }
+}
+
+/// Why a container path is not a clean absolute path, if it is not.
+fn path_problem(p: &str) -> Option<&'static str> {
+    if !p.starts_with('/') {
+        Some("is not absolute")
+    } else if p.len() > 1 && p.ends_with('/') {
+        Some("ends with `/`")
+    } else if p[1..]
+        .split('/')
+        .any(|s| s.is_empty() || s == "." || s == "..")
+        && p != "/"
+    {
+        Some("has an empty, `.` or `..` segment")
+    } else {
+        None
+    }
+}
+
+/// Whether `p` is `dir` or below it, by whole path segments.
+pub fn is_under(p: &str, dir: &str) -> bool {
+    p == dir
+        || dir == "/"
+        || p.strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+fn results_dir(c: &mut Checker, req: &ActionRequest) {
+    let dir = &req.spec.results_dir;
+    let at = path("spec.resultsDir");
+    if let Some(problem) = path_problem(dir) {
+        c.error(
+            RESULTS_DIR,
+            &at,
+            format!("resultsDir `{dir}` {problem}"),
+            "not a clean absolute path",
+            None,
+        );
+        return;
+    }
+    let uploaded = req
+        .spec
+        .storage
+        .s3
+        .as_ref()
+        .is_some_and(|s| s.results.is_some());
+    let mount = req
+        .spec
+        .storage
+        .mounts
+        .iter()
+        .filter(|m| is_under(dir, &m.mount_path))
+        .max_by_key(|m| m.mount_path.len());
+    match mount {
+        Some(m) if m.read_only && !uploaded => c.error(
+            RESULTS_DIR,
+            &at,
+            format!("resultsDir `{dir}` is on mount `{}`, which is read-only", m.name),
+            "read-only mount",
+            Some("write results to a writable mount".into()),
+        ),
+        None if !uploaded => c.error(
+            RESULTS_DIR,
+            &at,
+            format!("resultsDir `{dir}` is on no mount and is not uploaded: results would be lost with the pod"),
+            "not on a mount",
+            Some("put it under a writable mount's `mountPath`, or upload it with `storage.s3.results`".into()),
+        ),
+        _ => {}
+    }
+}
+
+fn env(c: &mut Checker, req: &ActionRequest) {
+    let extra = &req.spec.credentials.extra;
+    for name in req.spec.env.keys() {
+        let at = with(path("spec.env"), name);
+        if !names::is_env_name(name) {
+            c.key_error(
+                ENV_NAME,
+                &at,
+                format!("`{name}` is not a valid environment variable name"),
+                "invalid name",
+                Some("use letters, digits, `_`, `-` and `.`, not starting with a digit".into()),
+            );
+        } else if CREDENTIAL_ENV.contains(&name.as_str()) || extra.contains(name) {
+            c.key_error(
+                CREDENTIAL,
+                &at,
+                format!("`{name}` is a credential and cannot be set in `env`"),
+                "credential name",
+                Some("credentials come from the submitter's environment through the credentials Secret; list model keys in `credentials.extra`".into()),
+            );
+        }
+    }
+    for (i, name) in extra.iter().enumerate() {
+        if !names::is_env_name(name) {
+            c.error(
+                ENV_NAME,
+                &with(path("spec.credentials.extra"), i),
+                format!("`{name}` is not a valid environment variable name"),
+                "invalid name",
+                None,
+            );
+        }
+    }
+}
+
+fn naming(c: &mut Checker, req: &ActionRequest) {
+    let md = &req.metadata;
+    if md.name.trim().is_empty() {
+        c.error(
+            NAME,
+            &path("metadata.name"),
+            "`metadata.name` is empty".into(),
+            "expected a name",
+            None,
+        );
+    }
+    if let Some(ns) = &md.namespace
+        && !names::is_dns1123_label(ns)
+    {
+        c.error(
+            NAME,
+            &path("metadata.namespace"),
+            format!("`{ns}` is not a valid namespace"),
+            "not a DNS-1123 label",
+            None,
+        );
+    }
+    let label_values = [
+        ("metadata.recordId", md.record_id.as_deref()),
+        ("spec.action", Some(req.spec.action.as_str())),
+        ("spec.networkArch", Some(req.spec.network_arch.as_str())),
+        (
+            "spec.scheduling.queueName",
+            req.spec.scheduling.queue_name.as_deref(),
+        ),
+    ];
+    for (at, value) in label_values {
+        if let Some(v) = value
+            && (v.is_empty() || !names::is_label_value(v))
+        {
+            c.error(NAME, &path(at), format!("`{v}` cannot be used as a label value"), "not a label value", Some("at most 63 letters, digits, `-`, `_`, `.`, starting and ending with a letter or digit".into()));
+        }
+    }
+    let maps = [
+        ("metadata.labels", &md.labels),
+        (
+            "spec.scheduling.nodeSelector",
+            &req.spec.scheduling.node_selector,
+        ),
+    ];
+    for (base, map) in maps {
+        for (k, v) in map {
+            let at = with(path(base), k);
+            if !names::is_qualified_name(k) {
+                c.key_error(
+                    NAME,
+                    &at,
+                    format!("`{k}` is not a valid label key"),
+                    "invalid key",
+                    None,
+                );
+            } else if base == "metadata.labels"
+                && RESERVED_LABEL_PREFIXES.iter().any(|p| k.starts_with(p))
+            {
+                c.key_error(NAME, &at, format!("label `{k}` is set by tao-k8s"), "reserved", Some("choose a key outside app.kubernetes.io/, tao-k8s.io/, batch.kubernetes.io/ and kueue.x-k8s.io/".into()));
+            }
+            if !names::is_label_value(v) {
+                c.error(
+                    NAME,
+                    &at,
+                    format!("`{v}` is not a valid label value"),
+                    "not a label value",
+                    None,
+                );
+            }
+        }
+    }
+    let subdomains = req
+        .spec
+        .image_pull_secrets
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (with(path("spec.imagePullSecrets"), i), n.as_str()))
+        .chain(
+            req.spec
+                .credentials
+                .secret_name
+                .as_deref()
+                .map(|n| (path("spec.credentials.secretName"), n)),
+        )
+        .chain(
+            req.spec
+                .scheduling
+                .priority_class_name
+                .as_deref()
+                .map(|n| (path("spec.scheduling.priorityClassName"), n)),
+        );
+    for (at, n) in subdomains.collect::<Vec<_>>() {
+        if !names::is_dns1123_subdomain(n) {
+            c.error(
+                NAME,
+                &at,
+                format!("`{n}` is not a valid object name"),
+                "not a DNS-1123 subdomain",
+                None,
+            );
+        }
+    }
+}
+
+/// No string anywhere in the request may look like a credential.
+fn credentials_anywhere(c: &mut Checker, node: &Node, at: &mut Vec<Step>) {
+    match &node.value {
+        Value::Str(s) => {
+            let name = match at.last() {
+                Some(Step::Key(k)) => k.as_str(),
+                _ => "",
+            };
+            if let Some(f) = secrets::scan_assignment(name, s).first() {
+                let shown = secrets::mask(&s[f.range.clone()]);
+                c.error(
+                    CREDENTIAL,
+                    at,
+                    format!("{} is written into the request (`{shown}`)", f.what),
+                    "credential-shaped value",
+                    Some("never put credentials in a request: the driver script reads them from the submitter's environment into a Secret; name them in `credentials.extra`".into()),
+                );
+            }
+        }
+        Value::Seq(items) => {
+            for (i, item) in items.iter().enumerate() {
+                at.push(Step::Index(i));
+                credentials_anywhere(c, item, at);
+                at.pop();
+            }
+        }
+        Value::Map(entries) => {
+            for (k, v) in entries {
+                at.push(Step::Key(crate::yaml::key_text(k)));
+                credentials_anywhere(c, v, at);
+                at.pop();
+            }
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,470 @@
+//! Loading a request: YAML (or JSON) text to a typed [`ActionRequest`], with every problem of
+//! the request reported at once. The text becomes a spanned tree; the tree is validated
+//! against the JSON Schema derived from the types (so all structural mistakes are found in
+//! one pass, each with its JSON pointer turned back into a line and column); only a
+//! structurally valid tree is deserialized; then the cross-field rules of the spec run.
+
+use super::{ActionRequest, check};
+use crate::diag::{Diagnostic, has_errors};
+use crate::secrets;
+use crate::source::Source;
+use crate::yaml::{self, Node, Step, Value, display_path};
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::{JsonType, ValidationError};
+use serde_json::Value as Json;
+use std::sync::LazyLock;
+
+/// Codes of the structural diagnostics.
+pub const YAML_SYNTAX: &str = "TK001";
+pub const DUPLICATE_KEY: &str = "TK002";
+pub const UNKNOWN_FIELD: &str = "TK003";
+pub const WRONG_TYPE: &str = "TK004";
+pub const MISSING_FIELD: &str = "TK005";
+pub const INVALID_VALUE: &str = "TK006";
+pub const YAML11_BOOLEAN: &str = "TK007";
+
+/// A request that passed every check, with the tree it came from (for spans) and warnings.
+#[derive(Debug)]
+pub struct Loaded {
+    pub request: ActionRequest,
+    pub tree: Node,
+    pub warnings: Vec<Diagnostic>,
+}
+
+static SCHEMA: LazyLock<Json> = LazyLock::new(|| {
+    let schema = schemars::generate::SchemaSettings::draft07()
+        .into_generator()
+        .into_root_schema_for::<ActionRequest>();
+    schema.to_value()
+});
+
+static VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
+    // Descriptions are for editors; without them the validator compiles several times faster.
+    let mut schema = SCHEMA.clone();
+    strip_descriptions(&mut schema);
+    jsonschema::draft7::new(&schema).expect("the derived request schema is a valid draft-07 schema")
+});
+
+fn strip_descriptions(schema: &mut Json) {
+    match schema {
+        Json::Object(map) => {
+            if map.get("description").is_some_and(Json::is_string) {
+                map.remove("description");
+            }
+            map.values_mut().for_each(strip_descriptions);
+        }
+        Json::Array(items) => items.iter_mut().for_each(strip_descriptions),
+        _ => {}
+    }
+}
+
+/// The request's JSON Schema (draft-07), derived from the types.
+pub fn schema_json() -> &'static Json {
+    &SCHEMA
+}
+
+/// The request's JSON Schema as committed in `schemas/action-request.schema.json`.
+pub fn schema_text() -> String {
+    let mut text = serde_json::to_string_pretty(schema_json()).expect("a JSON value serializes");
+    text.push('\n');
+    text
+}
+
+/// Load and check one request. `Err` holds every error (and the warnings met on the way).
+pub fn load(source: &Source) -> Result<Loaded, Vec<Diagnostic>> {
+    let stream = match yaml::parse(source, yaml::Limits::default()) {
+        Ok(stream) => stream,
+        Err(e) => {
+            let d = Diagnostic::error(YAML_SYNTAX, format!("invalid YAML: {}", e.message))
+                .primary(e.span, e.message);
+            return Err(vec![d]);
+        }
+    };
+    let mut diags: Vec<Diagnostic> = stream
+        .duplicates
+        .iter()
+        .map(|d| {
+            Diagnostic::error(DUPLICATE_KEY, format!("duplicate key `{}`", d.key))
+                .primary(d.second.clone(), "defined again here")
+                .secondary(d.first.clone(), "first defined here")
+                .help("remove one of them; Kubernetes tools refuse duplicate keys")
+        })
+        .collect();
+    diags.extend(stream.yaml11_booleans.iter().map(|span| {
+        let text = &source.text()[span.clone()];
+        let meant = if matches!(text.to_ascii_lowercase().as_str(), "y" | "yes" | "on") {
+            "true"
+        } else {
+            "false"
+        };
+        Diagnostic::warning(
+            YAML11_BOOLEAN,
+            format!("`{text}` is read as the string \"{text}\", not as the boolean {meant}"),
+        )
+        .primary(span.clone(), "a string in YAML 1.2, a boolean in YAML 1.1")
+        .help(format!(
+            "write `{meant}` for a boolean, or quote it (\"{text}\") to keep the string"
+        ))
+    }));
+    let mut documents = stream.documents.into_iter();
+    let Some(tree) = documents.next() else {
+        diags.push(
+            Diagnostic::error(MISSING_FIELD, "the request is empty")
+                .primary(0..0, "expected an ActionRequest here"),
+        );
+        return Err(diags);
+    };
+    if let Some(extra) = documents.next() {
+        diags.push(
+            Diagnostic::error(
+                INVALID_VALUE,
+                "expected one request, found several YAML documents",
+            )
+            .primary(extra.span, "a second document starts here")
+            .help("render one request at a time"),
+        );
+    }
+    let mut json = tree.to_json();
+    let mut prunable = true;
+    let mut prune: Vec<(Vec<Step>, Option<String>)> = Vec::new();
+    for e in VALIDATOR.iter_errors(&json) {
+        diags.extend(schema_diagnostics(&tree, &e));
+        let path = steps_of(e.instance_path().iter().map(|s| s.to_string()));
+        match e.kind() {
+            ValidationErrorKind::AdditionalProperties { unexpected } => {
+                prune.extend(unexpected.iter().map(|u| (path.clone(), Some(u.clone()))));
+            }
+            _ => match path.split_last() {
+                Some((Step::Key(k), parent)) => prune.push((parent.to_vec(), Some(k.clone()))),
+                _ => prunable = false,
+            },
+        }
+    }
+    let structural = has_errors(&diags);
+    if structural {
+        // Drop the offending members and go on, so that the rules below still report what
+        // they can in the same run. A member of an array cannot be dropped without shifting
+        // the paths of its neighbours: then the rules wait for the next run.
+        if !prunable {
+            return Err(diags);
+        }
+        for (parent, key) in prune {
+            if let (Some(obj), Some(key)) = (
+                pointer_mut(&mut json, &parent).and_then(Json::as_object_mut),
+                key,
+            ) {
+                obj.remove(&key);
+            }
+        }
+    }
+    let request: ActionRequest = match serde_path_to_error::deserialize(&json) {
+        Ok(r) => r,
+        Err(_) if structural => return Err(diags),
+        Err(e) => {
+            // The schema is derived from the types, so this is rare (a number out of range).
+            let path = steps_of(e.path().iter().map(|s| s.to_string()));
+            let d = Diagnostic::error(INVALID_VALUE, e.inner().to_string());
+            diags.push(pin(&tree, &path, d, "here"));
+            return Err(diags);
+        }
+    };
+    let reported: Vec<Option<String>> = diags.iter().map(|d| d.path.clone()).collect();
+    diags.extend(
+        check::check(&request, &tree)
+            .into_iter()
+            .filter(|d| !structural || !reported.contains(&d.path)),
+    );
+    if has_errors(&diags) {
+        return Err(diags);
+    }
+    Ok(Loaded {
+        request,
+        tree,
+        warnings: diags,
+    })
+}
+
+fn pointer_mut<'a>(json: &'a mut Json, path: &[Step]) -> Option<&'a mut Json> {
+    path.iter().try_fold(json, |node, step| match step {
+        Step::Key(k) => node.get_mut(k.as_str()),
+        Step::Index(i) => node.get_mut(*i),
+    })
+}
+
+fn steps_of(segments: impl Iterator<Item = String>) -> Vec<Step> {
+    segments
+        .filter(|s| s != "?")
+        .map(|s| match s.parse::<usize>() {
+            Ok(i) => Step::Index(i),
+            Err(_) => Step::Key(s),
+        })
+        .collect()
+}
+
+/// Give a diagnostic its path and a primary label at the node the path names (or at the
+/// deepest part of the path that exists, for a field that is missing).
+pub(crate) fn pin(tree: &Node, path: &[Step], diag: Diagnostic, label: &str) -> Diagnostic {
+    let (_, key, node) = tree.deepest(path);
+    let span = match &node.value {
+        Value::Map(_) | Value::Seq(_) => key.map_or(node.span.clone(), |k| k.span.clone()),
+        _ => node.span.clone(),
+    };
+    let diag = if path.is_empty() {
+        diag
+    } else {
+        diag.at_path(display_path(path))
+    };
+    diag.primary(span, label)
+}
+
+fn schema_diagnostics(tree: &Node, e: &ValidationError<'_>) -> Vec<Diagnostic> {
+    let path = steps_of(e.instance_path().iter().map(|s| s.to_string()));
+    let node = tree.lookup(&path).map(|(_, n)| n);
+    let found = node.map_or_else(|| "nothing".to_string(), found);
+    let at = display_path(&path);
+    let one = |code, message: String, label: String| {
+        vec![pin(tree, &path, Diagnostic::error(code, message), &label)]
+    };
+    match e.kind() {
+        ValidationErrorKind::AdditionalProperties { unexpected } => unexpected
+            .iter()
+            .map(|name| {
+                let mut field = path.clone();
+                field.push(Step::Key(name.clone()));
+                let known = known_fields(&path);
+                let d = Diagnostic::error(UNKNOWN_FIELD, format!("unknown field `{name}`"))
+                    .at_path(display_path(&field));
+                let d = match nearest(name, &known) {
+                    Some(best) => d.help(format!("did you mean `{best}`?")),
+                    None if known.is_empty() => d,
+                    None => d.help(format!("expected one of: {}", quoted(&known))),
+                };
+                let span = tree
+                    .lookup(&field)
+                    .and_then(|(k, _)| k)
+                    .map_or(0..0, |k| k.span.clone());
+                d.primary(span, "not a field here")
+            })
+            .collect(),
+        ValidationErrorKind::Required { property } => {
+            let name = property.as_str().unwrap_or_default();
+            let d = Diagnostic::error(MISSING_FIELD, format!("missing field `{name}`"));
+            let d = pin(tree, &path, d, &format!("`{name}` is required here"));
+            let mut field = path.clone();
+            field.push(Step::Key(name.to_string()));
+            vec![Diagnostic {
+                path: Some(display_path(&field)),
+                ..d
+            }]
+        }
+        ValidationErrorKind::Type { kind } => {
+            let expected = match kind {
+                TypeKind::Single(t) => type_name(*t).to_string(),
+                TypeKind::Multiple(set) => {
+                    let names: Vec<_> = set
+                        .iter()
+                        .filter(|t| *t != JsonType::Null || set.iter().count() == 1)
+                        .map(type_name)
+                        .collect();
+                    names.join(" or ")
+                }
+            };
+            let mut d = one(
+                WRONG_TYPE,
+                format!("wrong type at `{at}`: expected {expected}, found {found}"),
+                format!("expected {expected}"),
+            );
+            let scalar = node
+                .is_some_and(|n| !matches!(n.value, Value::Map(_) | Value::Seq(_) | Value::Null));
+            if expected == "a string" && scalar {
+                d[0].help = Some("quote the value to make it a string, e.g. \"10\"".into());
+            }
+            d
+        }
+        ValidationErrorKind::AnyOf { .. } => {
+            let mut expected = Vec::new();
+            expected_types(e, &mut expected);
+            if expected.len() > 1 {
+                expected.retain(|t| *t != JsonType::Null);
+            }
+            let names: Vec<&str> = expected.into_iter().map(type_name).collect();
+            let expected = if names.is_empty() {
+                "a valid value".to_string()
+            } else {
+                names.join(" or ")
+            };
+            one(
+                WRONG_TYPE,
+                format!("wrong type at `{at}`: expected {expected}, found {found}"),
+                format!("expected {expected}"),
+            )
+        }
+        ValidationErrorKind::Enum { options } => {
+            let options: Vec<String> = options
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|o| o.to_string().trim_matches('"').to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            one(
+                INVALID_VALUE,
+                format!(
+                    "invalid value at `{at}`: expected one of {}, found {found}",
+                    quoted(&options)
+                ),
+                format!("expected one of {}", quoted(&options)),
+            )
+        }
+        ValidationErrorKind::Minimum { limit }
+        | ValidationErrorKind::ExclusiveMinimum { limit } => one(
+            INVALID_VALUE,
+            format!("`{at}` is out of range: expected at least {limit}, found {found}"),
+            format!("must be at least {limit}"),
+        ),
+        ValidationErrorKind::Maximum { limit }
+        | ValidationErrorKind::ExclusiveMaximum { limit } => one(
+            INVALID_VALUE,
+            format!("`{at}` is out of range: expected at most {limit}, found {found}"),
+            format!("must be at most {limit}"),
+        ),
+        ValidationErrorKind::MinItems { limit } => one(
+            INVALID_VALUE,
+            format!("`{at}` needs at least {limit} item(s), found {found}"),
+            format!("at least {limit} item(s)"),
+        ),
+        _ => one(
+            INVALID_VALUE,
+            format!("invalid value at `{at}`: {}", e.masked()),
+            "here".into(),
+        ),
+    }
+}
+
+/// The types an `anyOf` would have taken, through nested `anyOf`s and `$ref`s.
+fn expected_types(e: &ValidationError<'_>, out: &mut Vec<JsonType>) {
+    match e.kind() {
+        ValidationErrorKind::Type {
+            kind: TypeKind::Single(t),
+        } => out.push(*t),
+        ValidationErrorKind::Type {
+            kind: TypeKind::Multiple(set),
+        } => out.extend(set.iter()),
+        ValidationErrorKind::AnyOf { context } => {
+            for e in context.iter().flatten() {
+                expected_types(e, out);
+            }
+        }
+        _ => {}
+    }
+    out.dedup();
+}
+
+/// "found" text: the kind of node and, for scalars, the value (masked if credential-shaped).
+fn found(node: &Node) -> String {
+    let value = match &node.value {
+        Value::Str(s) if !secrets::scan_assignment("value", s).is_empty() => {
+            format!(" \"{}\"", secrets::mask(s))
+        }
+        Value::Str(s) => {
+            let cut: String = s.chars().take(40).collect();
+            let more = if cut.len() < s.len() { "..." } else { "" };
+            format!(" {}", Json::from(format!("{cut}{more}")))
+        }
+        Value::Int(i) => format!(" {i}"),
+        Value::Float(f) => format!(" {f}"),
+        Value::Bool(b) => format!(" {b}"),
+        Value::Seq(items) => format!(" of {} item(s)", items.len()),
+        Value::Null | Value::Map(_) => String::new(),
+    };
+    format!("{}{value}", node.describe())
+}
+
+fn type_name(t: JsonType) -> &'static str {
+    match t {
+        JsonType::Null => "null",
+        JsonType::Boolean => "a boolean",
+        JsonType::Integer => "an integer",
+        JsonType::Number => "a number",
+        JsonType::String => "a string",
+        JsonType::Array => "a sequence",
+        JsonType::Object => "a mapping",
+    }
+}
+
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The closest known name, when it is close enough to be a likely typo.
+fn nearest<'a>(name: &str, known: &'a [String]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| {
+            (
+                strsim::jaro_winkler(&name.to_lowercase(), &k.to_lowercase()),
+                k,
+            )
+        })
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| k.as_str())
+}
+
+/// The field names the schema allows at an instance path.
+fn known_fields(path: &[Step]) -> Vec<String> {
+    let mut schema = resolve(&SCHEMA);
+    for step in path {
+        let next = match step {
+            Step::Key(k) => schema
+                .get("properties")
+                .and_then(|p| p.get(k))
+                .or_else(|| schema.get("additionalProperties")),
+            Step::Index(_) => schema.get("items"),
+        };
+        match next {
+            Some(s) => schema = resolve(s),
+            None => return Vec::new(),
+        }
+    }
+    schema
+        .get("properties")
+        .and_then(Json::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Follow `$ref`s and the `anyOf`/`allOf` wrappers schemars puts around optional structs.
+fn resolve(mut schema: &Json) -> &Json {
+    for _ in 0..16 {
+        if let Some(name) = schema
+            .get("$ref")
+            .and_then(Json::as_str)
+            .and_then(|r| r.strip_prefix("#/definitions/"))
+        {
+            match SCHEMA.get("definitions").and_then(|d| d.get(name)) {
+                Some(s) => schema = s,
+                None => return schema,
+            }
+        } else if let Some(branch) = ["anyOf", "allOf", "oneOf"].iter().find_map(|k| {
+            schema
+                .get(*k)
+                .and_then(Json::as_array)
+                .and_then(|branches| {
+                    branches
+                        .iter()
+                        .find(|b| b.get("type") != Some(&Json::from("null")))
+                })
+        }) {
+            schema = branch;
+        } else {
+            return schema;
+        }
+    }
+    schema
+}

@@ -1,0 +1,431 @@
+//! The action request, version 1: the input contract of `../shared/spec/action-request.md` as
+//! serde types. Unknown fields are refused everywhere. The JSON Schema that editors and the
+//! loader use is derived from these types (`tao-k8s schema`), so the two cannot drift.
+
+mod check;
+mod load;
+
+pub use check::CONFIG_PATH_TOKEN;
+pub(crate) use load::pin;
+pub use load::{Loaded, load, schema_json, schema_text};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+
+/// One container action (train, evaluate, export...) to run on Kubernetes.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(title = "tao-k8s ActionRequest v1")]
+pub struct ActionRequest {
+    /// Always `tao-k8s/v1`.
+    pub api_version: ApiVersion,
+    /// Always `ActionRequest`.
+    pub kind: RequestKind,
+    pub metadata: Metadata,
+    pub spec: Spec,
+}
+
+/// The request format version.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+pub enum ApiVersion {
+    #[serde(rename = "tao-k8s/v1")]
+    V1,
+}
+
+/// The request kind.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+pub enum RequestKind {
+    ActionRequest,
+}
+
+/// Names and labels.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Metadata {
+    /// Base for every object name; normalised to a valid Kubernetes name.
+    pub name: String,
+    /// The job-record id, when one was minted before rendering.
+    #[serde(default)]
+    pub record_id: Option<String>,
+    /// Namespace; else `--namespace`, else `$TAO_K8S_NAMESPACE`, else `default`.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Labels copied onto every object.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// What to run and with what.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Spec {
+    /// Container image with a tag or digest (no bare name, no `:latest`).
+    pub image: String,
+    /// The TAO network, e.g. `dino`.
+    pub network_arch: String,
+    /// The action, e.g. `train`, `evaluate`, `export`.
+    pub action: String,
+    /// Exactly one of `shell`, `args`, `config`, `script`.
+    pub command: Command,
+    pub resources: Resources,
+    pub storage: Storage,
+    /// Where results are written: on a mount (tier A) or uploaded to `storage.s3.results` (tier C).
+    pub results_dir: String,
+    /// Plain environment values; never credentials.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub credentials: Credentials,
+    /// Names of existing docker-registry Secrets.
+    #[serde(default)]
+    pub image_pull_secrets: Vec<String>,
+    /// Seconds a finished Job is kept; default 604800 (7 days).
+    #[serde(default)]
+    pub ttl_seconds_after_finished: Option<u32>,
+    /// Pod retries before the Job fails; default 0 (training is not blindly retried).
+    #[serde(default)]
+    #[schemars(range(max = 1000))]
+    pub backoff_limit: Option<u32>,
+    /// Wall-clock limit in seconds; 0 = none.
+    #[serde(default)]
+    pub active_deadline_seconds: Option<u32>,
+    /// Multi-node rendezvous.
+    #[serde(default)]
+    pub rendezvous: Option<Rendezvous>,
+    /// Copied through to the pod.
+    #[serde(default)]
+    pub scheduling: Scheduling,
+}
+
+/// Exactly one key: how the container is started.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Command {
+    /// Text run by `/bin/sh -c`, unchanged.
+    #[serde(default)]
+    pub shell: Option<String>,
+    /// Native argv: `command: [argv0]`, `args: [rest]`; no shell anywhere.
+    #[serde(default)]
+    #[schemars(length(min = 1))]
+    pub args: Option<Vec<String>>,
+    /// Native argv with `{config_path}` replaced by the in-pod path of the staged spec.
+    #[serde(default)]
+    pub config: Option<ConfigCommand>,
+    /// A script run verbatim by the shell the producer declares.
+    #[serde(default)]
+    pub script: Option<ScriptCommand>,
+}
+
+/// Config mode: a spec file staged read-only and passed by path.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ConfigCommand {
+    /// The argv; every `{config_path}` becomes the spec's in-pod path.
+    #[schemars(length(min = 1))]
+    pub argv: Vec<String>,
+    /// A spec file, relative to the request file.
+    #[serde(default)]
+    pub spec: Option<String>,
+    /// The spec itself.
+    #[serde(default)]
+    pub spec_inline: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Expected sha256 (hex) of the materialised spec; the render is refused if it differs.
+    #[serde(default)]
+    pub sha256: Option<String>,
+}
+
+/// Script mode.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ScriptCommand {
+    /// Absolute path of the shell, e.g. `/bin/bash`.
+    pub shell: String,
+    /// The script, passed verbatim as `<shell> -c <text>`.
+    pub text: String,
+}
+
+/// Compute for one action.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Resources {
+    /// Pods; more than 1 means a multi-node Indexed Job. Default 1.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
+    pub nodes: Option<u32>,
+    /// GPUs per pod; 0 = a lifecycle-only run, no GPU requested or verified.
+    #[schemars(range(max = 1024))]
+    pub gpus_per_node: u32,
+    /// CPU, a Kubernetes quantity (`16`, `500m`).
+    #[serde(default)]
+    pub cpu: Option<Quantity>,
+    /// Memory, a Kubernetes quantity (`64Gi`).
+    #[serde(default)]
+    pub memory: Option<Quantity>,
+    /// Size of the memory-backed `/dev/shm`; default 16Gi when nodes > 1.
+    #[serde(default)]
+    pub shm_size: Option<Quantity>,
+}
+
+/// A Kubernetes quantity, written as a string (`64Gi`) or a number (`16`).
+#[derive(Debug, Clone, PartialEq, Eq, JsonSchema)]
+#[schemars(transparent)]
+pub struct Quantity(#[schemars(with = "QuantitySchema")] pub String);
+
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // only its schema is used
+enum QuantitySchema {
+    Text(String),
+    Number(f64),
+}
+
+impl<'de> Deserialize<'de> for Quantity {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(s) => Ok(Quantity(s)),
+            serde_json::Value::Number(n) => Ok(Quantity(n.to_string())),
+            other => Err(serde::de::Error::custom(format!(
+                "expected a quantity, found {other}"
+            ))),
+        }
+    }
+}
+
+/// Tier of storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+pub enum Tier {
+    /// Mounted volumes (PVC, NFS).
+    A,
+    /// S3 staging through initContainers and a results upload.
+    C,
+}
+
+/// Where data and results live.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Storage {
+    /// A = mounted volumes, C = S3 staging; inferred when omitted.
+    #[serde(default)]
+    pub tier: Option<Tier>,
+    /// Mounted volumes (tier A; also allowed with C, e.g. a shared cache).
+    #[serde(default)]
+    pub mounts: Vec<Mount>,
+    /// S3 staging (tier C).
+    #[serde(default)]
+    pub s3: Option<S3>,
+}
+
+/// One mounted volume.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Mount {
+    /// The volume name (a DNS-1123 label).
+    pub name: String,
+    /// An existing PersistentVolumeClaim; or `nfs`.
+    #[serde(default)]
+    pub persistent_volume_claim: Option<String>,
+    /// An NFS export; or `persistentVolumeClaim`.
+    #[serde(default)]
+    pub nfs: Option<Nfs>,
+    /// A relative path inside the volume.
+    #[serde(default)]
+    pub sub_path: Option<String>,
+    /// Absolute path in the container.
+    pub mount_path: String,
+    #[serde(default)]
+    pub read_only: bool,
+    /// Producer-side paths of the same source (absolute paths or `scheme://name`).
+    #[serde(default)]
+    pub aliases: Vec<String>,
+}
+
+/// An NFS export.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema, serde::Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Nfs {
+    pub server: String,
+    pub path: String,
+}
+
+/// S3 staging.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct S3 {
+    /// Each input is copied into the pod before the action starts.
+    #[serde(default)]
+    pub inputs: Vec<S3Input>,
+    /// Where the results directory is uploaded after the action.
+    #[serde(default)]
+    pub results: Option<S3Results>,
+    /// Image used for copies in and out; default `amazon/aws-cli` at a pinned tag.
+    #[serde(default)]
+    pub image: Option<String>,
+}
+
+/// One S3 input.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct S3Input {
+    /// `s3://bucket/prefix/`.
+    pub uri: String,
+    /// Absolute path in the container.
+    pub path: String,
+}
+
+/// The results upload.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct S3Results {
+    /// `s3://bucket/prefix/`.
+    pub uri: String,
+}
+
+/// Credentials the pod needs, taken from the submitter's environment by the driver script.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Credentials {
+    /// Default `<job>-creds`, created by the driver script.
+    #[serde(default)]
+    pub secret_name: Option<String>,
+    /// `auto` (only if an s3:// URI is used), `true` or `false`.
+    #[serde(default)]
+    pub s3: S3Mode,
+    /// Further environment variable names the model needs (e.g. `HF_TOKEN`).
+    #[serde(default)]
+    pub extra: Vec<String>,
+}
+
+/// Whether the S3 credentials are passed to the pod.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum S3Mode {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl<'de> Deserialize<'de> for S3Mode {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::Bool(true) => Ok(S3Mode::Always),
+            serde_json::Value::Bool(false) => Ok(S3Mode::Never),
+            serde_json::Value::String(s) if s == "auto" => Ok(S3Mode::Auto),
+            other => Err(serde::de::Error::custom(format!(
+                "expected auto, true or false, found {other}"
+            ))),
+        }
+    }
+}
+
+impl JsonSchema for S3Mode {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "S3Mode".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "`auto` (only if an s3:// URI is used), `true` or `false`.",
+            "enum": ["auto", true, false],
+            "default": "auto"
+        })
+    }
+}
+
+/// Multi-node rendezvous.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Rendezvous {
+    /// TCP port of the rendezvous on the rank-0 pod; default 29500.
+    #[serde(default)]
+    #[schemars(range(min = 1024, max = 65535))]
+    pub port: Option<u16>,
+}
+
+/// Scheduling constraints, copied through to the pod.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Scheduling {
+    #[serde(default)]
+    pub node_selector: BTreeMap<String, String>,
+    #[serde(default)]
+    pub tolerations: Vec<Toleration>,
+    #[serde(default)]
+    pub priority_class_name: Option<String>,
+    /// A Kueue LocalQueue: adds the queue label and starts the Job suspended.
+    #[serde(default)]
+    pub queue_name: Option<String>,
+}
+
+/// A Kubernetes toleration.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema, serde::Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Toleration {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<TolerationOperator>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<TaintEffect>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toleration_seconds: Option<i64>,
+}
+
+/// How a toleration matches a taint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, serde::Serialize)]
+pub enum TolerationOperator {
+    Exists,
+    Equal,
+}
+
+/// A taint effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, serde::Serialize)]
+pub enum TaintEffect {
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
+}
+
+impl ActionRequest {
+    /// Pods in the Job.
+    pub fn nodes(&self) -> u32 {
+        self.spec.resources.nodes.unwrap_or(1)
+    }
+
+    /// The storage tier, inferred from the presence of `storage.s3` when not given.
+    pub fn tier(&self) -> Tier {
+        let storage = &self.spec.storage;
+        storage.tier.unwrap_or(if storage.s3.is_some() {
+            Tier::C
+        } else {
+            Tier::A
+        })
+    }
+
+    /// Every s3:// URI the request uses.
+    pub fn s3_uris(&self) -> Vec<&str> {
+        let Some(s3) = &self.spec.storage.s3 else {
+            return Vec::new();
+        };
+        s3.inputs
+            .iter()
+            .map(|i| i.uri.as_str())
+            .chain(s3.results.iter().map(|r| r.uri.as_str()))
+            .collect()
+    }
+
+    /// Whether the pod needs the S3 keys from the credentials Secret.
+    pub fn needs_s3_credentials(&self) -> bool {
+        match self.spec.credentials.s3 {
+            S3Mode::Always => true,
+            S3Mode::Never => false,
+            S3Mode::Auto => !self.s3_uris().is_empty(),
+        }
+    }
+
+    /// Whether the pod reads the credentials Secret at all.
+    pub fn needs_credentials(&self) -> bool {
+        self.needs_s3_credentials() || !self.spec.credentials.extra.is_empty()
+    }
+}
