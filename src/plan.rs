@@ -1,0 +1,473 @@
+//! ActionRequest -> Plan: every decision about the objects to emit (names, labels, the
+//! container's command vector, env, resources, volumes, the staged config) is made here, in
+//! Rust, and tested here. Templates only lay the Plan out as YAML.
+
+use crate::diag::Diagnostic;
+use crate::names::{self, Names};
+use crate::request::{ActionRequest, Loaded, TaintEffect, Toleration, TolerationOperator};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Code of option problems (a bad `--namespace`, `--kube-version`).
+pub const OPTION: &str = "TK030";
+/// Code of a config spec whose digest is not the pinned one.
+pub const CONFIG_DIGEST: &str = "TK031";
+
+/// Where the staged config spec is mounted, read-only.
+pub const CONFIG_DIR: &str = "/etc/tao-k8s/config";
+/// The ConfigMap key and file name of the staged config spec.
+pub const CONFIG_FILE: &str = "spec.yaml";
+/// The container that runs the action.
+pub const MAIN_CONTAINER: &str = "tao";
+/// Default seconds a finished Job is kept (7 days).
+pub const DEFAULT_TTL: u32 = 604_800;
+/// The extended resource of NVIDIA GPUs.
+pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
+
+/// A Kubernetes minor version, `1.28`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KubeVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl KubeVersion {
+    /// The default target, and the oldest one multi-node work supports.
+    pub const DEFAULT: KubeVersion = KubeVersion {
+        major: 1,
+        minor: 28,
+    };
+    /// The oldest target: `ttlSecondsAfterFinished` is GA from 1.23.
+    pub const OLDEST: KubeVersion = KubeVersion {
+        major: 1,
+        minor: 23,
+    };
+}
+
+impl std::str::FromStr for KubeVersion {
+    type Err = String;
+    /// `1.28`, `v1.28` or `1.28.3`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("expected a Kubernetes version like 1.28, found `{s}`");
+        let mut parts = s.strip_prefix('v').unwrap_or(s).split('.');
+        let major = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let minor = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        if parts.next().is_some_and(|p| p.parse::<u32>().is_err()) || parts.next().is_some() {
+            return Err(bad());
+        }
+        Ok(KubeVersion { major, minor })
+    }
+}
+
+impl fmt::Display for KubeVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// What the caller decides beyond the request.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `--namespace`; wins over the request.
+    pub namespace: Option<String>,
+    /// `$TAO_K8S_NAMESPACE`; used when neither the flag nor the request names one.
+    pub env_namespace: Option<String>,
+    pub kube_version: KubeVersion,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            namespace: None,
+            env_namespace: None,
+            kube_version: KubeVersion::DEFAULT,
+        }
+    }
+}
+
+/// Everything the templates lay out.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    pub names: Names,
+    pub namespace: String,
+    /// Labels on every object.
+    pub labels: BTreeMap<String, String>,
+    pub job: Job,
+    pub config_map: Option<ConfigMap>,
+    /// The Secret the pod reads credentials from, when it needs any.
+    pub credentials_secret: Option<String>,
+    /// Things the user should know that are not problems (printed as notes).
+    #[serde(skip)]
+    pub notes: Vec<String>,
+}
+
+/// The batch/v1 Job.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Job {
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub backoff_limit: u32,
+    pub ttl_seconds_after_finished: u32,
+    pub active_deadline_seconds: Option<u32>,
+    /// Created suspended, for a Kueue queue to admit.
+    pub suspend: bool,
+    pub pod: Pod,
+}
+
+/// The Job's pod template.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pod {
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub priority_class_name: Option<String>,
+    pub node_selector: BTreeMap<String, String>,
+    pub tolerations: Vec<Toleration>,
+    pub image_pull_secrets: Vec<String>,
+    pub containers: Vec<Container>,
+    pub volumes: Vec<Volume>,
+}
+
+/// One container.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Container {
+    pub name: String,
+    pub image: String,
+    pub command: Vec<String>,
+    pub args: Vec<String>,
+    pub env: Vec<EnvVar>,
+    /// `envFrom.secretRef` to this Secret.
+    pub env_from_secret: Option<String>,
+    pub limits: BTreeMap<String, String>,
+    pub requests: BTreeMap<String, String>,
+    pub volume_mounts: Vec<VolumeMount>,
+}
+
+/// A plain environment variable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EnvVar {
+    pub name: String,
+    pub value: String,
+}
+
+/// A volume mount.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeMount {
+    pub name: String,
+    pub mount_path: String,
+    pub sub_path: Option<String>,
+    pub read_only: bool,
+}
+
+/// A pod volume: exactly one source is set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Volume {
+    pub name: String,
+    pub persistent_volume_claim: Option<String>,
+    pub nfs: Option<crate::request::Nfs>,
+    pub config_map: Option<String>,
+    pub read_only: bool,
+}
+
+/// The staged config spec, shipped as a ConfigMap.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigMap {
+    pub name: String,
+    pub key: String,
+    /// The materialised spec, bytes unchanged.
+    pub data: String,
+    pub sha256: String,
+    /// Where the pod sees it.
+    pub path: String,
+}
+
+/// Build the Plan of a loaded request.
+pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
+    let req = &loaded.request;
+    let spec = &req.spec;
+    let mut errors = Vec::new();
+    let namespace = namespace(req, opts).unwrap_or_else(|d| {
+        errors.push(d);
+        String::new()
+    });
+    if opts.kube_version < KubeVersion::OLDEST {
+        errors.push(
+            Diagnostic::error(
+                OPTION,
+                format!("Kubernetes {} is not supported", opts.kube_version),
+            )
+            .help(format!("target {} or newer", KubeVersion::OLDEST)),
+        );
+    }
+    let names = Names::derive(
+        &req.metadata.name,
+        req.nodes(),
+        spec.credentials.secret_name.as_deref(),
+    );
+
+    let mut labels = req.metadata.labels.clone();
+    labels.insert("app.kubernetes.io/name".into(), "tao".into());
+    labels.insert("app.kubernetes.io/instance".into(), names.job.clone());
+    labels.insert("app.kubernetes.io/managed-by".into(), "tao-k8s".into());
+    labels.insert("app.kubernetes.io/component".into(), spec.action.clone());
+    labels.insert("tao-k8s.io/network-arch".into(), spec.network_arch.clone());
+    if let Some(id) = &req.metadata.record_id {
+        labels.insert("tao-k8s.io/record-id".into(), id.clone());
+    }
+
+    let mut notes = Vec::new();
+    let mut job_annotations = BTreeMap::new();
+    if req.metadata.name != names.job {
+        job_annotations.insert("tao-k8s.io/request-name".into(), req.metadata.name.clone());
+    }
+    let gpus = spec.resources.gpus_per_node;
+    if gpus == 0 {
+        job_annotations.insert("tao-k8s.io/gpu-scheduling".into(), "not-verified".into());
+        notes
+            .push("gpusPerNode is 0: a lifecycle-only Job, GPU scheduling was not verified".into());
+    }
+
+    let config_map = match config_map(loaded, &names) {
+        Ok(cm) => cm,
+        Err(d) => {
+            errors.push(d);
+            None
+        }
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+
+    let credentials_secret = req.needs_credentials().then(|| names.secret.clone());
+    let mut container = Container {
+        name: MAIN_CONTAINER.into(),
+        image: spec.image.clone(),
+        command: Vec::new(),
+        args: Vec::new(),
+        env: spec
+            .env
+            .iter()
+            .map(|(name, value)| EnvVar {
+                name: name.clone(),
+                value: value.clone(),
+            })
+            .collect(),
+        env_from_secret: credentials_secret.clone(),
+        limits: BTreeMap::new(),
+        requests: BTreeMap::new(),
+        volume_mounts: Vec::new(),
+    };
+    (container.command, container.args) = command_vector(req, config_map.as_ref());
+    if gpus > 0 {
+        container
+            .limits
+            .insert(GPU_RESOURCE.into(), gpus.to_string());
+    }
+    // Requests equal limits: a training pod gets the Guaranteed QoS class (evicted last).
+    for (name, q) in [
+        ("cpu", &spec.resources.cpu),
+        ("memory", &spec.resources.memory),
+    ] {
+        if let Some(q) = q {
+            container.limits.insert(name.into(), q.0.clone());
+            container.requests.insert(name.into(), q.0.clone());
+        }
+    }
+
+    let mut volumes = Vec::new();
+    for m in &spec.storage.mounts {
+        volumes.push(Volume {
+            name: m.name.clone(),
+            persistent_volume_claim: m.persistent_volume_claim.clone(),
+            nfs: m.nfs.clone(),
+            config_map: None,
+            read_only: m.read_only,
+        });
+        container.volume_mounts.push(VolumeMount {
+            name: m.name.clone(),
+            mount_path: m.mount_path.clone(),
+            sub_path: m.sub_path.clone(),
+            read_only: m.read_only,
+        });
+    }
+    let mut pod_annotations = BTreeMap::new();
+    if let Some(cm) = &config_map {
+        volumes.push(Volume {
+            name: CONFIG_VOLUME.into(),
+            persistent_volume_claim: None,
+            nfs: None,
+            config_map: Some(cm.name.clone()),
+            read_only: true,
+        });
+        container.volume_mounts.push(VolumeMount {
+            name: CONFIG_VOLUME.into(),
+            mount_path: CONFIG_DIR.into(),
+            sub_path: None,
+            read_only: true,
+        });
+        pod_annotations.insert("tao-k8s.io/config-sha256".into(), cm.sha256.clone());
+    }
+
+    let mut tolerations = spec.scheduling.tolerations.clone();
+    let gpu_toleration = Toleration {
+        key: Some(GPU_RESOURCE.into()),
+        operator: Some(TolerationOperator::Exists),
+        value: None,
+        effect: Some(TaintEffect::NoSchedule),
+        toleration_seconds: None,
+    };
+    if gpus > 0 && !tolerations.iter().any(|t| tolerates(t, &gpu_toleration)) {
+        tolerations.push(gpu_toleration);
+    }
+
+    let mut job_labels = labels.clone();
+    let queue = spec.scheduling.queue_name.clone();
+    if let Some(q) = &queue {
+        job_labels.insert("kueue.x-k8s.io/queue-name".into(), q.clone());
+    }
+    let active_deadline_seconds = spec.active_deadline_seconds.filter(|&s| s > 0);
+    Ok(Plan {
+        namespace,
+        job: Job {
+            labels: job_labels,
+            annotations: job_annotations,
+            backoff_limit: spec.backoff_limit.unwrap_or(0),
+            ttl_seconds_after_finished: spec.ttl_seconds_after_finished.unwrap_or(DEFAULT_TTL),
+            active_deadline_seconds,
+            suspend: queue.is_some(),
+            pod: Pod {
+                labels: labels.clone(),
+                annotations: pod_annotations,
+                priority_class_name: spec.scheduling.priority_class_name.clone(),
+                node_selector: spec.scheduling.node_selector.clone(),
+                tolerations,
+                image_pull_secrets: spec.image_pull_secrets.clone(),
+                containers: vec![container],
+                volumes,
+            },
+        },
+        config_map,
+        credentials_secret,
+        names,
+        labels,
+        notes,
+    })
+}
+
+/// The volume of the staged config spec.
+pub const CONFIG_VOLUME: &str = "tao-k8s-config";
+
+/// Whether an existing toleration already covers `wanted`.
+fn tolerates(t: &Toleration, wanted: &Toleration) -> bool {
+    let key_ok =
+        t.key.is_none() && t.operator == Some(TolerationOperator::Exists) || t.key == wanted.key;
+    let effect_ok = t.effect.is_none() || t.effect == wanted.effect;
+    let op_ok = t.operator == Some(TolerationOperator::Exists);
+    key_ok && effect_ok && op_ok
+}
+
+/// flag > request > `$TAO_K8S_NAMESPACE` > `default`.
+fn namespace(req: &ActionRequest, opts: &Options) -> Result<String, Diagnostic> {
+    let (ns, from) = if let Some(ns) = &opts.namespace {
+        (ns.as_str(), "--namespace")
+    } else if let Some(ns) = &req.metadata.namespace {
+        return Ok(ns.clone()); // checked with the request
+    } else if let Some(ns) = opts.env_namespace.as_deref().filter(|ns| !ns.is_empty()) {
+        (ns, "TAO_K8S_NAMESPACE")
+    } else {
+        ("default", "the default")
+    };
+    if names::is_dns1123_label(ns) {
+        Ok(ns.to_string())
+    } else {
+        Err(Diagnostic::error(
+            OPTION,
+            format!("namespace `{ns}` from {from} is not a valid namespace name"),
+        )
+        .help("a DNS-1123 label: lowercase letters, digits and `-`, at most 63 characters"))
+    }
+}
+
+/// The container's `command` and `args`, exactly as the spec's table of command modes says.
+fn command_vector(req: &ActionRequest, config: Option<&ConfigMap>) -> (Vec<String>, Vec<String>) {
+    let cmd = &req.spec.command;
+    let split = |argv: Vec<String>| {
+        let mut it = argv.into_iter();
+        (it.next().into_iter().collect(), it.collect())
+    };
+    if let Some(text) = &cmd.shell {
+        (
+            vec!["/bin/sh".into(), "-c".into(), text.clone()],
+            Vec::new(),
+        )
+    } else if let Some(args) = &cmd.args {
+        split(args.clone())
+    } else if let (Some(c), Some(cm)) = (&cmd.config, config) {
+        split(
+            c.argv
+                .iter()
+                .map(|a| a.replace(crate::request::CONFIG_PATH_TOKEN, &cm.path))
+                .collect(),
+        )
+    } else if let Some(s) = &cmd.script {
+        (
+            vec![s.shell.clone(), "-c".into(), s.text.clone()],
+            Vec::new(),
+        )
+    } else {
+        unreachable!("a checked request has exactly one command mode")
+    }
+}
+
+/// Materialise the config spec (config mode), check its pinned digest.
+fn config_map(loaded: &Loaded, names: &Names) -> Result<Option<ConfigMap>, Diagnostic> {
+    let Some(config) = &loaded.request.spec.command.config else {
+        return Ok(None);
+    };
+    let Some(inline) = &config.spec_inline else {
+        return Ok(None);
+    };
+    let data = serde_saphyr::to_string(inline).map_err(|e| {
+        Diagnostic::error(OPTION, format!("cannot write the config spec as YAML: {e}"))
+    })?;
+    let sha256 = hex(&Sha256::digest(data.as_bytes()));
+    if let Some(pinned) = &config.sha256
+        && !pinned.eq_ignore_ascii_case(&sha256)
+    {
+        let path =
+            ["spec", "command", "config", "sha256"].map(|k| crate::yaml::Step::Key(k.into()));
+        let d = Diagnostic::error(
+            CONFIG_DIGEST,
+            "the materialised config spec does not match the pinned `sha256`",
+        )
+        .help(format!(
+            "the spec materialises to sha256 {sha256}; update the pin if the change is intended"
+        ));
+        return Err(crate::request::pin(
+            &loaded.tree,
+            &path,
+            d,
+            "pinned digest differs",
+        ));
+    }
+    Ok(Some(ConfigMap {
+        name: names.config_map.clone(),
+        key: CONFIG_FILE.into(),
+        data,
+        sha256,
+        path: format!("{CONFIG_DIR}/{CONFIG_FILE}"),
+    }))
+}
+
+/// Lowercase hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,228 @@
+//! The template layer: a minijinja environment with the project's templates embedded (or a
+//! template author's directory laid over them). `.yaml.j2` templates are JSON-escaped: every
+//! value is printed as a quoted JSON scalar (or flow collection), so no value can add a key,
+//! end a document, or be read as a YAML 1.1 boolean; undefined values are errors.
+
+use crate::diag::Diagnostic;
+use crate::plan::Plan;
+use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
+use serde_json::Value as Json;
+use std::sync::LazyLock;
+
+/// Code of a template that failed to render.
+pub const TEMPLATE: &str = "TK090";
+
+/// The embedded templates, by name.
+pub const EMBEDDED: &[(&str, &str)] = &[
+    (
+        "configmap.yaml.j2",
+        include_str!("../templates/configmap.yaml.j2"),
+    ),
+    ("job.yaml.j2", include_str!("../templates/job.yaml.j2")),
+];
+
+/// One object's YAML, and the template it came from.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub template: String,
+    pub text: String,
+}
+
+/// A template set, compiled once.
+pub struct Templates {
+    env: Environment<'static>,
+}
+
+static EMBEDDED_TEMPLATES: LazyLock<Templates> =
+    LazyLock::new(|| Templates::new(&[]).expect("the embedded templates compile"));
+
+impl Templates {
+    /// The templates shipped in the binary.
+    pub fn embedded() -> &'static Templates {
+        &EMBEDDED_TEMPLATES
+    }
+
+    /// The embedded templates with some replaced by a template author's files (name, text).
+    pub fn new(overrides: &[(String, String)]) -> Result<Templates, Diagnostic> {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_syntax(
+            minijinja::syntax::SyntaxConfig::builder()
+                .trim_blocks(true)
+                .lstrip_blocks(true)
+                .keep_trailing_newline(true)
+                .build()
+                .expect("the default delimiters are valid"),
+        );
+        env.set_formatter(|out, state, value| {
+            if matches!(state.auto_escape(), AutoEscape::Json) {
+                let json = serde_json::to_value(value).map_err(|e| {
+                    minijinja::Error::new(minijinja::ErrorKind::BadSerialization, e.to_string())
+                })?;
+                out.write_str(&yaml_json(&json))?;
+                Ok(())
+            } else {
+                minijinja::escape_formatter(out, state, value)
+            }
+        });
+        for (name, text) in EMBEDDED {
+            if !overrides.iter().any(|(n, _)| n == name) {
+                env.add_template(name, text).map_err(template_error)?;
+            }
+        }
+        for (name, text) in overrides {
+            env.add_template_owned(name.clone(), text.clone())
+                .map_err(template_error)?;
+        }
+        Ok(Templates { env })
+    }
+
+    /// Render one template with the Plan as its context.
+    pub fn render(&self, name: &str, plan: &Plan) -> Result<Rendered, Diagnostic> {
+        let template = self.env.get_template(name).map_err(template_error)?;
+        let text = template
+            .render(Value::from(minijinja::value::Serde(plan)))
+            .map_err(template_error)?;
+        Ok(Rendered {
+            template: name.to_string(),
+            text,
+        })
+    }
+}
+
+/// Render every object of the Plan, in apply order: ConfigMap, (Service,) Job.
+pub fn render_all(plan: &Plan, templates: &Templates) -> Result<Vec<Rendered>, Diagnostic> {
+    let mut out = Vec::new();
+    if plan.config_map.is_some() {
+        out.push(templates.render("configmap.yaml.j2", plan)?);
+    }
+    out.push(templates.render("job.yaml.j2", plan)?);
+    Ok(out)
+}
+
+fn template_error(e: minijinja::Error) -> Diagnostic {
+    let place = match (e.name(), e.line()) {
+        (Some(name), Some(line)) => format!("{name}:{line}: "),
+        (Some(name), None) => format!("{name}: "),
+        _ => String::new(),
+    };
+    let detail = e.detail().map(|d| format!(" ({d})")).unwrap_or_default();
+    Diagnostic::error(
+        TEMPLATE,
+        format!("template error: {place}{}{detail}", e.kind()),
+    )
+    .help("this is a bug in the template; check the template against the Plan's fields")
+}
+
+/// A value as flow JSON that every YAML parser reads back exactly: JSON string escapes, plus
+/// escapes for the characters YAML treats as line breaks or does not allow (NEL, LS, PS,
+/// C1 controls, DEL, BOM), which plain JSON leaves raw.
+pub fn yaml_json(value: &Json) -> String {
+    let mut out = String::new();
+    write_json(&mut out, value);
+    out
+}
+
+fn write_json(out: &mut String, value: &Json) {
+    match value {
+        Json::String(s) => write_str(out, s),
+        Json::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_json(out, item);
+            }
+            out.push(']');
+        }
+        Json::Object(map) => {
+            out.push('{');
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_str(out, k);
+                out.push_str(": ");
+                write_json(out, v);
+            }
+            out.push('}');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn write_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20
+                || ('\u{7f}'..='\u{9f}').contains(&c)
+                || matches!(
+                    c,
+                    '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+                ) =>
+            {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::Source;
+    use crate::yaml;
+
+    #[test]
+    fn every_string_reads_back_exactly() {
+        let nasty = [
+            "plain",
+            "no",
+            "on",
+            "y",
+            "~",
+            "null",
+            "1e3",
+            "0x10",
+            "a: b",
+            "# c",
+            "---",
+            "...",
+            "{{ x }}",
+            "$(VAR) ${VAR}",
+            "line\nbreak\r\n",
+            "tab\there",
+            "quote\" back\\slash",
+            "nel\u{85} ls\u{2028} ps\u{2029} bom\u{feff} del\u{7f} nul\u{0}",
+            "emoji 🚀 日本",
+            " leading and trailing ",
+        ];
+        for s in nasty {
+            let text = format!("key: {}\n", yaml_json(&Json::from(s)));
+            let doc = yaml::parse(&Source::new("t", text.as_str()), yaml::Limits::default())
+                .unwrap()
+                .documents
+                .remove(0);
+            assert_eq!(doc.to_json(), serde_json::json!({ "key": s }), "{text}");
+            assert!(!text.contains('\u{2028}') && !text.contains('\u{85}'));
+        }
+    }
+
+    #[test]
+    fn collections_are_flow_json() {
+        let v = serde_json::json!({"a": [1, "x", true, null], "b": {"c": 1.5}});
+        assert_eq!(
+            yaml_json(&v),
+            r#"{"a": [1, "x", true, null], "b": {"c": 1.5}}"#
+        );
+    }
+}
