@@ -1,0 +1,262 @@
+//! The command line as a user meets it: exit codes, stdin, output formats, the namespace
+//! precedence, template overrides, notes and warnings on stderr.
+
+use assert_cmd::Command;
+use serde_json::Value as Json;
+use tao_k8s::source::Source;
+use tao_k8s::yaml;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const EXAMPLE: &str = "examples/dino-train.yaml";
+
+fn tao() -> Command {
+    let mut cmd = Command::cargo_bin("tao-k8s").unwrap();
+    cmd.current_dir(ROOT)
+        .env_remove("TAO_K8S_NAMESPACE")
+        .arg("--color=never");
+    cmd
+}
+
+fn stdout_of(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// All documents of a YAML stream as JSON.
+fn documents(text: &str) -> Vec<Json> {
+    let stream = yaml::parse(&Source::new("out", text), yaml::Limits::default()).unwrap();
+    stream.documents.iter().map(|d| d.to_json()).collect()
+}
+
+fn namespace_of(cmd: &mut Command) -> String {
+    let docs = documents(&stdout_of(cmd));
+    docs[0]["metadata"]["namespace"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn renders_the_example_for_kubectl() {
+    let docs = documents(&stdout_of(tao().args(["render", EXAMPLE])));
+    assert_eq!(docs.len(), 1);
+    assert_eq!(docs[0]["kind"], "Job");
+    assert_eq!(docs[0]["metadata"]["name"], "dino-train-coco");
+}
+
+#[test]
+fn json_and_yaml_outputs_are_the_same_objects() {
+    for request in [EXAMPLE, "fixtures/requests/valid/config-inline.yaml"] {
+        let yaml_docs = documents(&stdout_of(tao().args(["render", request])));
+        let json: Json =
+            serde_json::from_str(&stdout_of(tao().args(["render", request, "-o", "json"])))
+                .unwrap();
+        let json_docs = match json["kind"].as_str() {
+            Some("List") => json["items"].as_array().unwrap().clone(),
+            _ => vec![json],
+        };
+        assert_eq!(yaml_docs, json_docs, "{request}");
+    }
+}
+
+#[test]
+fn reads_json_from_stdin() {
+    let text = std::fs::read_to_string(format!("{ROOT}/{EXAMPLE}")).unwrap();
+    let request = documents(&text).remove(0);
+    let out = stdout_of(tao().args(["render", "-"]).write_stdin(request.to_string()));
+    assert_eq!(
+        documents(&out),
+        documents(&stdout_of(tao().args(["render", EXAMPLE])))
+    );
+}
+
+#[test]
+fn namespace_precedence_is_flag_request_env_default() {
+    let no_ns = "fixtures/requests/valid/shell-mode.yaml";
+    assert_eq!(namespace_of(tao().args(["render", no_ns])), "default");
+    assert_eq!(
+        namespace_of(
+            tao()
+                .args(["render", no_ns])
+                .env("TAO_K8S_NAMESPACE", "from-env")
+        ),
+        "from-env"
+    );
+    assert_eq!(
+        namespace_of(
+            tao()
+                .args(["render", EXAMPLE])
+                .env("TAO_K8S_NAMESPACE", "from-env")
+        ),
+        "vision"
+    );
+    assert_eq!(
+        namespace_of(
+            tao()
+                .args(["render", EXAMPLE, "-n", "from-flag"])
+                .env("TAO_K8S_NAMESPACE", "from-env")
+        ),
+        "from-flag"
+    );
+}
+
+#[test]
+fn a_bad_namespace_flag_is_refused() {
+    let out = tao()
+        .args(["render", EXAMPLE, "--namespace", "Not_A_Namespace"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--namespace is not a valid namespace"));
+}
+
+#[test]
+fn usage_and_io_errors_exit_2() {
+    let missing = tao()
+        .args(["render", "no/such/request.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read no/such/request.yaml"));
+    assert_eq!(
+        tao().args(["render"]).output().unwrap().status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        tao().args(["frobnicate"]).output().unwrap().status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        tao()
+            .args(["render", EXAMPLE, "--kube-version", "one"])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(2)
+    );
+    let binary = tao()
+        .args(["render", "-"])
+        .write_stdin(vec![0xff, 0xfe, 0x00])
+        .output()
+        .unwrap();
+    assert_eq!(binary.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&binary.stderr).contains("not UTF-8"));
+}
+
+#[test]
+fn lifecycle_only_runs_say_gpu_scheduling_was_not_verified() {
+    let out = tao()
+        .args(["render", "fixtures/requests/valid/lifecycle-only.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("GPU scheduling was not verified"));
+}
+
+#[test]
+fn warnings_go_to_stderr_and_do_not_refuse() {
+    let request = std::fs::read_to_string(format!("{ROOT}/{EXAMPLE}"))
+        .unwrap()
+        .replace("TAO_LOG_LEVEL: info", "TAO_QUIET: off");
+    let out = tao()
+        .args(["render", "-"])
+        .write_stdin(request)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning[TK007]") && stderr.contains("<stdin>:"),
+        "{stderr}"
+    );
+    assert_eq!(
+        documents(&String::from_utf8(out.stdout).unwrap())[0]["spec"]["template"]["spec"]["containers"]
+            [0]["env"][0]["value"],
+        "off"
+    );
+}
+
+#[test]
+fn a_template_author_mistake_names_the_template_and_prints_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = std::fs::read_to_string(format!("{ROOT}/templates/job.yaml.j2")).unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml.j2"),
+        job.replace(
+            "restartPolicy: Never",
+            "restartPolicy: Never\n      restartPolicyy: Never",
+        ),
+    )
+    .unwrap();
+    let out = tao()
+        .args(["render", EXAMPLE, "--templates"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("template `job.yaml.j2`") && stderr.contains("/spec/template/spec"),
+        "{stderr}"
+    );
+
+    std::fs::write(
+        dir.path().join("job.yaml.j2"),
+        "kind: Job\nname: {{ no_such_field }}\n",
+    )
+    .unwrap();
+    let out = tao()
+        .args(["render", EXAMPLE, "--templates"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("job.yaml.j2:2"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_template_override_is_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = std::fs::read_to_string(format!("{ROOT}/templates/job.yaml.j2")).unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml.j2"),
+        job.replace(
+            "restartPolicy: Never",
+            "restartPolicy: Never\n      enableServiceLinks: false",
+        ),
+    )
+    .unwrap();
+    let docs = documents(&stdout_of(
+        tao()
+            .args(["render", EXAMPLE, "--templates"])
+            .arg(dir.path()),
+    ));
+    assert_eq!(
+        docs[0]["spec"]["template"]["spec"]["enableServiceLinks"],
+        false
+    );
+}
+
+#[test]
+fn schema_version_help_and_completions() {
+    let schema: Json = serde_json::from_str(&stdout_of(tao().arg("schema"))).unwrap();
+    assert_eq!(schema["title"], "tao-k8s ActionRequest v1");
+    assert!(stdout_of(tao().arg("--version")).starts_with("tao-k8s "));
+    let help = stdout_of(tao().args(["render", "--help"]));
+    assert!(help.contains("kubectl apply -f -") && help.contains("TAO_K8S_NAMESPACE"));
+    assert!(stdout_of(tao().args(["completions", "bash"])).contains("tao-k8s"));
+}

@@ -1,0 +1,31 @@
+//! Every valid fixture request (and the bundled examples) compiles, and its manifests are
+//! snapshotted exactly as `tao-k8s render` prints them.
+
+use tao_k8s::plan::Options;
+use tao_k8s::render::Templates;
+use tao_k8s::source::Source;
+
+fn compile(path: &std::path::Path) -> tao_k8s::Compiled {
+    let text = std::fs::read_to_string(path).unwrap();
+    let source = Source::new(path.file_name().unwrap().to_string_lossy(), text);
+    match tao_k8s::compile(&source, &Options::default(), Templates::embedded()) {
+        Ok(c) => c,
+        Err(e) => panic!("{} does not compile: {e:#?}", path.display()),
+    }
+}
+
+#[test]
+fn valid_requests_render() {
+    insta::glob!("../fixtures/requests/valid", "*.yaml", |path| {
+        let compiled = compile(path);
+        assert!(compiled.warnings.is_empty(), "{:#?}", compiled.warnings);
+        insta::assert_snapshot!(compiled.yaml);
+    });
+}
+
+#[test]
+fn bundled_examples_render() {
+    insta::glob!("../examples", "*.yaml", |path| {
+        insta::assert_snapshot!(compile(path).yaml);
+    });
+}
