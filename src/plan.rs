@@ -4,7 +4,9 @@
 
 use crate::diag::Diagnostic;
 use crate::names::{self, Names};
-use crate::request::{ActionRequest, Loaded, TaintEffect, Toleration, TolerationOperator};
+use crate::request::{
+    ActionRequest, Loaded, RENDEZVOUS_ENV, TaintEffect, Toleration, TolerationOperator,
+};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -23,6 +25,24 @@ pub const CONFIG_FILE: &str = "spec.yaml";
 pub const MAIN_CONTAINER: &str = "tao";
 /// Default seconds a finished Job is kept (7 days).
 pub const DEFAULT_TTL: u32 = 604_800;
+/// Default TCP port of the rendezvous on the rank-0 pod.
+pub const DEFAULT_RENDEZVOUS_PORT: u16 = 29500;
+/// Default seconds a pod waits for the rank-0 pod's name to resolve.
+pub const DEFAULT_RENDEZVOUS_TIMEOUT: u32 = 300;
+/// The named Service port of the rendezvous.
+pub const RENDEZVOUS_PORT_NAME: &str = "rendezvous";
+/// The initContainer that holds the action until the rank-0 pod's name resolves.
+pub const WAIT_CONTAINER: &str = "wait-for-rendezvous";
+/// Its constant script; every input arrives through the environment.
+pub const WAIT_SCRIPT: &str = include_str!("../scripts/wait-for-rendezvous.sh");
+/// The downward-API path of an Indexed Job pod's completion index.
+pub const COMPLETION_INDEX_FIELD: &str =
+    "metadata.annotations['batch.kubernetes.io/job-completion-index']";
+/// The memory-backed `/dev/shm` volume.
+pub const SHM_VOLUME: &str = "tao-k8s-shm";
+/// The annotation the driver script checks against the server's version.
+pub const MIN_KUBE_ANNOTATION: &str = "tao-k8s.io/min-kube-version";
+
 /// The extended resource of NVIDIA GPUs.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
@@ -34,8 +54,14 @@ pub struct KubeVersion {
 }
 
 impl KubeVersion {
-    /// The default target, and the oldest one multi-node work supports.
+    /// The default target.
     pub const DEFAULT: KubeVersion = KubeVersion {
+        major: 1,
+        minor: 28,
+    };
+    /// The oldest target for an Indexed Job with a rendezvous: the pod hostname
+    /// `<job>-<index>` that MASTER_ADDR names needs it.
+    pub const MULTI_NODE: KubeVersion = KubeVersion {
         major: 1,
         minor: 28,
     };
@@ -97,6 +123,8 @@ pub struct Plan {
     pub labels: BTreeMap<String, String>,
     pub job: Job,
     pub config_map: Option<ConfigMap>,
+    /// The headless Service of a multi-node Job.
+    pub service: Option<Service>,
     /// The Secret the pod reads credentials from, when it needs any.
     pub credentials_secret: Option<String>,
     /// Things the user should know that are not problems (printed as notes).
@@ -115,7 +143,26 @@ pub struct Job {
     pub active_deadline_seconds: Option<u32>,
     /// Created suspended, for a Kueue queue to admit.
     pub suspend: bool,
+    /// Multi-node: an Indexed Job.
+    pub indexed: Option<Indexed>,
     pub pod: Pod,
+}
+
+/// Completions and parallelism of an Indexed Job: one pod per node, all at once.
+#[derive(Debug, Clone, Serialize)]
+pub struct Indexed {
+    pub completions: u32,
+    pub parallelism: u32,
+}
+
+/// The headless Service that names the pods of an Indexed Job.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Service {
+    pub name: String,
+    pub annotations: BTreeMap<String, String>,
+    pub port_name: String,
+    pub port: u16,
 }
 
 /// The Job's pod template.
@@ -125,9 +172,12 @@ pub struct Pod {
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
     pub priority_class_name: Option<String>,
+    /// The headless Service's name, so that pods get `<hostname>.<subdomain>` DNS names.
+    pub subdomain: Option<String>,
     pub node_selector: BTreeMap<String, String>,
     pub tolerations: Vec<Toleration>,
     pub image_pull_secrets: Vec<String>,
+    pub init_containers: Vec<Container>,
     pub containers: Vec<Container>,
     pub volumes: Vec<Volume>,
 }
@@ -148,11 +198,24 @@ pub struct Container {
     pub volume_mounts: Vec<VolumeMount>,
 }
 
-/// A plain environment variable.
+/// An environment variable: a plain value, or a field of the pod (downward API).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct EnvVar {
     pub name: String,
-    pub value: String,
+    pub value: Option<String>,
+    pub field_path: Option<String>,
+}
+
+impl EnvVar {
+    /// A plain value.
+    pub fn value(name: &str, value: impl Into<String>) -> EnvVar {
+        EnvVar {
+            name: name.into(),
+            value: Some(value.into()),
+            field_path: None,
+        }
+    }
 }
 
 /// A volume mount.
@@ -173,6 +236,8 @@ pub struct Volume {
     pub persistent_volume_claim: Option<String>,
     pub nfs: Option<crate::request::Nfs>,
     pub config_map: Option<String>,
+    /// A memory-backed emptyDir of this size.
+    pub memory_size_limit: Option<String>,
     pub read_only: bool,
 }
 
@@ -198,7 +263,19 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
         errors.push(d);
         String::new()
     });
-    if opts.kube_version < KubeVersion::OLDEST {
+    if req.nodes() > 1 && opts.kube_version < KubeVersion::MULTI_NODE {
+        errors.push(
+            Diagnostic::error(
+                OPTION,
+                format!(
+                    "multi-node Jobs need Kubernetes {} or newer, but the target is {}",
+                    KubeVersion::MULTI_NODE,
+                    opts.kube_version
+                ),
+            )
+            .help("the pod hostnames `<job>-<index>` that MASTER_ADDR names exist from 1.28; use --kube-version 1.28 or newer, or `nodes: 1`"),
+        );
+    } else if opts.kube_version < KubeVersion::OLDEST {
         errors.push(
             Diagnostic::error(
                 OPTION,
@@ -247,30 +324,20 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
     }
 
     let credentials_secret = req.needs_credentials().then(|| names.secret.clone());
+    let nodes = req.nodes();
+    let multi_node = nodes > 1;
     let mut container = Container {
         name: MAIN_CONTAINER.into(),
         image: spec.image.clone(),
         command: Vec::new(),
         args: Vec::new(),
-        env: spec
-            .env
-            .iter()
-            .map(|(name, value)| EnvVar {
-                name: name.clone(),
-                value: value.clone(),
-            })
-            .collect(),
+        env: Vec::new(),
         env_from_secret: credentials_secret.clone(),
         limits: BTreeMap::new(),
         requests: BTreeMap::new(),
         volume_mounts: Vec::new(),
     };
     (container.command, container.args) = command_vector(req, config_map.as_ref());
-    if gpus > 0 {
-        container
-            .limits
-            .insert(GPU_RESOURCE.into(), gpus.to_string());
-    }
     // Requests equal limits: a training pod gets the Guaranteed QoS class (evicted last).
     for (name, q) in [
         ("cpu", &spec.resources.cpu),
@@ -281,15 +348,26 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
             container.requests.insert(name.into(), q.0.clone());
         }
     }
+    // An initContainer gets the same cpu and memory, or the pod would lose Guaranteed QoS.
+    let init_template = Container {
+        limits: container.limits.clone(),
+        requests: container.requests.clone(),
+        env_from_secret: None,
+        ..container.clone()
+    };
+    if gpus > 0 {
+        container
+            .limits
+            .insert(GPU_RESOURCE.into(), gpus.to_string());
+    }
 
     let mut volumes = Vec::new();
     for m in &spec.storage.mounts {
         volumes.push(Volume {
-            name: m.name.clone(),
             persistent_volume_claim: m.persistent_volume_claim.clone(),
             nfs: m.nfs.clone(),
-            config_map: None,
             read_only: m.read_only,
+            ..Volume::named(&m.name)
         });
         container.volume_mounts.push(VolumeMount {
             name: m.name.clone(),
@@ -301,11 +379,9 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
     let mut pod_annotations = BTreeMap::new();
     if let Some(cm) = &config_map {
         volumes.push(Volume {
-            name: CONFIG_VOLUME.into(),
-            persistent_volume_claim: None,
-            nfs: None,
             config_map: Some(cm.name.clone()),
             read_only: true,
+            ..Volume::named(CONFIG_VOLUME)
         });
         container.volume_mounts.push(VolumeMount {
             name: CONFIG_VOLUME.into(),
@@ -315,6 +391,59 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
         });
         pod_annotations.insert("tao-k8s.io/config-sha256".into(), cm.sha256.clone());
     }
+    if let Some(size) = req.shm_size() {
+        volumes.push(Volume {
+            memory_size_limit: Some(size.to_string()),
+            ..Volume::named(SHM_VOLUME)
+        });
+        container.volume_mounts.push(VolumeMount {
+            name: SHM_VOLUME.into(),
+            mount_path: "/dev/shm".into(),
+            sub_path: None,
+            read_only: false,
+        });
+    }
+
+    let mut init_containers = Vec::new();
+    let mut service = None;
+    if multi_node {
+        let port = spec
+            .rendezvous
+            .as_ref()
+            .and_then(|r| r.port)
+            .unwrap_or(DEFAULT_RENDEZVOUS_PORT);
+        let timeout = spec
+            .rendezvous
+            .as_ref()
+            .and_then(|r| r.timeout_seconds)
+            .unwrap_or(DEFAULT_RENDEZVOUS_TIMEOUT);
+        let master = format!("{}.{}", names::pod_hostname(&names.job, 0), names.service);
+        container.env = rendezvous_env(nodes, gpus, &master, port);
+        init_containers.push(Container {
+            name: WAIT_CONTAINER.into(),
+            command: vec!["/bin/sh".into(), "-c".into(), pod_script(WAIT_SCRIPT)],
+            args: Vec::new(),
+            env: vec![
+                EnvVar::value("MASTER_ADDR", master),
+                EnvVar::value("TAO_K8S_RENDEZVOUS_TIMEOUT", timeout.to_string()),
+            ],
+            volume_mounts: Vec::new(),
+            ..init_template
+        });
+        let min = KubeVersion::MULTI_NODE.to_string();
+        job_annotations.insert(MIN_KUBE_ANNOTATION.into(), min.clone());
+        service = Some(Service {
+            name: names.service.clone(),
+            annotations: BTreeMap::from([(MIN_KUBE_ANNOTATION.to_string(), min)]),
+            port_name: RENDEZVOUS_PORT_NAME.into(),
+            port,
+        });
+    }
+    container.env.extend(
+        spec.env
+            .iter()
+            .map(|(name, value)| EnvVar::value(name, value.clone())),
+    );
 
     let mut tolerations = spec.scheduling.tolerations.clone();
     let gpu_toleration = Toleration {
@@ -343,23 +472,80 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
             ttl_seconds_after_finished: spec.ttl_seconds_after_finished.unwrap_or(DEFAULT_TTL),
             active_deadline_seconds,
             suspend: queue.is_some(),
+            indexed: multi_node.then_some(Indexed {
+                completions: nodes,
+                parallelism: nodes,
+            }),
             pod: Pod {
                 labels: labels.clone(),
                 annotations: pod_annotations,
                 priority_class_name: spec.scheduling.priority_class_name.clone(),
+                subdomain: multi_node.then(|| names.service.clone()),
                 node_selector: spec.scheduling.node_selector.clone(),
                 tolerations,
                 image_pull_secrets: spec.image_pull_secrets.clone(),
+                init_containers,
                 containers: vec![container],
                 volumes,
             },
         },
         config_map,
+        service,
         credentials_secret,
         names,
         labels,
         notes,
     })
+}
+
+/// What TAO's entrypoint (WORLD_SIZE, NUM_GPU_PER_NODE) and torchrun (NNODES,
+/// NPROC_PER_NODE, NODE_RANK, MASTER_ADDR, MASTER_PORT) read, with the rank taken from the
+/// pod's completion index, in the order of [`RENDEZVOUS_ENV`].
+fn rendezvous_env(nodes: u32, gpus: u32, master: &str, port: u16) -> Vec<EnvVar> {
+    let env = vec![
+        EnvVar::value("WORLD_SIZE", nodes.to_string()),
+        EnvVar::value("NUM_GPU_PER_NODE", gpus.to_string()),
+        EnvVar::value("NNODES", nodes.to_string()),
+        EnvVar::value("NPROC_PER_NODE", gpus.to_string()),
+        EnvVar {
+            name: "NODE_RANK".into(),
+            value: None,
+            field_path: Some(COMPLETION_INDEX_FIELD.into()),
+        },
+        EnvVar::value("MASTER_ADDR", master),
+        EnvVar::value("MASTER_PORT", port.to_string()),
+        EnvVar::value("TAO_STRICT_MULTINODE", "1"),
+    ];
+    debug_assert!(
+        env.iter()
+            .map(|e| e.name.as_str())
+            .eq(RENDEZVOUS_ENV.iter().copied())
+    );
+    env
+}
+
+/// A constant pod-side script as it is shipped: its documentation comments dropped (they
+/// stay in `scripts/`), so the manifest shows only what runs.
+pub fn pod_script(text: &str) -> String {
+    let body: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
+        .collect();
+    body.join("\n") + "\n"
+}
+
+impl Volume {
+    /// A volume with a name and no source yet.
+    fn named(name: &str) -> Volume {
+        Volume {
+            name: name.into(),
+            persistent_volume_claim: None,
+            nfs: None,
+            config_map: None,
+            memory_size_limit: None,
+            read_only: false,
+        }
+    }
 }
 
 /// The volume of the staged config spec.

@@ -19,6 +19,14 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../templates/configmap.yaml.j2"),
     ),
     ("job.yaml.j2", include_str!("../templates/job.yaml.j2")),
+    (
+        "service.yaml.j2",
+        include_str!("../templates/service.yaml.j2"),
+    ),
+    (
+        "_container.yaml.j2",
+        include_str!("../templates/_container.yaml.j2"),
+    ),
 ];
 
 /// One object's YAML, and the template it came from.
@@ -95,6 +103,9 @@ pub fn render_all(plan: &Plan, templates: &Templates) -> Result<Vec<Rendered>, D
     let mut out = Vec::new();
     if plan.config_map.is_some() {
         out.push(templates.render("configmap.yaml.j2", plan)?);
+    }
+    if plan.service.is_some() {
+        out.push(templates.render("service.yaml.j2", plan)?);
     }
     out.push(templates.render("job.yaml.j2", plan)?);
     Ok(out)

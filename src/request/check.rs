@@ -25,6 +25,24 @@ pub const UNSUPPORTED: &str = "TK019";
 /// The placeholder replaced by the staged spec's in-pod path.
 pub const CONFIG_PATH_TOKEN: &str = "{config_path}";
 
+/// Environment the renderer sets on multi-node pods for TAO's entrypoint and torchrun; a
+/// request may not set them itself.
+pub const RENDEZVOUS_ENV: &[&str] = &[
+    "WORLD_SIZE",
+    "NUM_GPU_PER_NODE",
+    "NNODES",
+    "NPROC_PER_NODE",
+    "NODE_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TAO_STRICT_MULTINODE",
+];
+
+/// Volume names the renderer uses.
+pub const RESERVED_VOLUMES: &[&str] = &["tao-k8s-config", "tao-k8s-shm"];
+/// Container paths the renderer mounts.
+pub const RESERVED_MOUNT_PATHS: &[&str] = &["/etc/tao-k8s", "/dev/shm"];
+
 /// Labels the renderer sets; a request may not set them itself.
 const RESERVED_LABEL_PREFIXES: &[&str] = &[
     "app.kubernetes.io/",
@@ -351,28 +369,32 @@ fn resources(c: &mut Checker, req: &ActionRequest) {
             ),
         }
     }
-    let get = |f: &str| values.iter().find(|(n, _)| *n == f).map(|(_, v)| *v);
-    if let (Some(mem), Some(shm)) = (get("memory"), get("shmSize"))
+    let memory = values.iter().find(|(n, _)| *n == "memory").map(|(_, v)| *v);
+    let shm = req.shm_size().and_then(quantity::parse);
+    if let (Some(mem), Some(shm)) = (memory, shm)
         && mem < shm
     {
-        c.error(
-                QUANTITY,
-                &path("spec.resources.shmSize"),
-                "`shmSize` is larger than `memory`: a memory-backed /dev/shm counts against the memory limit".into(),
-                "larger than the memory limit",
-                Some("raise `memory` or lower `shmSize`".into()),
-            );
-    }
-    if req.nodes() > 1 {
-        c.error(
-            UNSUPPORTED,
-            &path("spec.resources.nodes"),
-            format!(
-                "multi-node rendering (nodes: {}) is not supported by this version",
-                req.nodes()
+        let (at, what, label) = match r.shm_size {
+            Some(_) => (
+                path("spec.resources.shmSize"),
+                "`shmSize`".to_string(),
+                "larger than `memory`",
             ),
-            "more than one node",
-            Some("use `nodes: 1`".into()),
+            None => (
+                path("spec.resources.memory"),
+                format!(
+                    "the multi-node default `shmSize` ({})",
+                    super::DEFAULT_SHM_SIZE
+                ),
+                "smaller than /dev/shm",
+            ),
+        };
+        c.error(
+            QUANTITY,
+            &at,
+            format!("{what} is larger than `memory`: a memory-backed /dev/shm counts against the memory limit"),
+            label,
+            Some("raise `memory` or lower `shmSize`".into()),
         );
     }
     if req.nodes() == 1 && req.spec.rendezvous.is_some() {
@@ -426,6 +448,14 @@ fn storage(c: &mut Checker, req: &ActionRequest) {
                 "not a DNS-1123 label",
                 Some("use lowercase letters, digits and `-`, at most 63 characters".into()),
             );
+        } else if RESERVED_VOLUMES.contains(&m.name.as_str()) {
+            c.error(
+                NAME,
+                &with(at.clone(), "name"),
+                format!("mount name `{}` is used by tao-k8s", m.name),
+                "reserved",
+                Some("choose another name".into()),
+            );
         } else if seen_names.contains(&m.name.as_str()) {
             c.error(
                 NAME,
@@ -474,6 +504,25 @@ fn storage(c: &mut Checker, req: &ActionRequest) {
                 format!("mountPath `{}` {problem}", m.mount_path),
                 "not a clean absolute path",
                 None,
+            );
+        } else if let Some(reserved) = RESERVED_MOUNT_PATHS
+            .iter()
+            .find(|r| is_under(&m.mount_path, r) || is_under(r, &m.mount_path))
+        {
+            let help = if *reserved == "/dev/shm" {
+                "set `resources.shmSize` for a memory-backed /dev/shm"
+            } else {
+                "tao-k8s mounts the staged config spec there; choose another path"
+            };
+            c.error(
+                STORAGE,
+                &with(at.clone(), "mountPath"),
+                format!(
+                    "mountPath `{}` overlaps `{reserved}`, which is reserved for tao-k8s",
+                    m.mount_path
+                ),
+                "reserved path",
+                Some(help.into()),
             );
         } else if seen_paths.contains(&m.mount_path.as_str()) {
             c.error(
@@ -580,6 +629,17 @@ fn env(c: &mut Checker, req: &ActionRequest) {
                 format!("`{name}` is not a valid environment variable name"),
                 "invalid name",
                 Some("use letters, digits, `_`, `-` and `.`, not starting with a digit".into()),
+            );
+        } else if req.nodes() > 1 && RENDEZVOUS_ENV.contains(&name.as_str()) {
+            c.key_error(
+                ENV_NAME,
+                &at,
+                format!("`{name}` is set by tao-k8s for multi-node rendezvous and cannot be set in `env`"),
+                "set by the renderer",
+                Some(format!(
+                    "remove it: {} are derived from `resources` and `rendezvous`",
+                    RENDEZVOUS_ENV.join(", ")
+                )),
             );
         } else if CREDENTIAL_ENV.contains(&name.as_str()) || extra.contains(name) {
             c.key_error(

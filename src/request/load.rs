@@ -281,7 +281,20 @@ fn schema_diagnostics(tree: &Node, e: &ValidationError<'_>) -> Vec<Diagnostic> {
             }
             d
         }
-        ValidationErrorKind::AnyOf { .. } => {
+        ValidationErrorKind::AnyOf { context } => {
+            // A branch that failed for more than the type (an `Option<Struct>` whose struct
+            // has a bad field) is the one the user meant: report its errors.
+            let meant = context.iter().find(|branch| {
+                !branch
+                    .iter()
+                    .all(|b| b.instance_path() == e.instance_path() && is_type_mismatch(b))
+            });
+            if let Some(branch) = meant {
+                return branch
+                    .iter()
+                    .flat_map(|b| schema_diagnostics(tree, b))
+                    .collect();
+            }
             let mut expected = Vec::new();
             expected_types(e, &mut expected);
             if expected.len() > 1 {
@@ -339,6 +352,15 @@ fn schema_diagnostics(tree: &Node, e: &ValidationError<'_>) -> Vec<Diagnostic> {
             format!("invalid value at `{at}`: {}", e.masked()),
             "here".into(),
         ),
+    }
+}
+
+/// Whether an error says only that the value has the wrong type.
+fn is_type_mismatch(e: &ValidationError<'_>) -> bool {
+    match e.kind() {
+        ValidationErrorKind::Type { .. } => true,
+        ValidationErrorKind::AnyOf { context } => context.iter().flatten().all(is_type_mismatch),
+        _ => false,
     }
 }
 

@@ -5,13 +5,16 @@
 mod check;
 mod load;
 
-pub use check::CONFIG_PATH_TOKEN;
+pub use check::{CONFIG_PATH_TOKEN, RENDEZVOUS_ENV, RESERVED_MOUNT_PATHS, RESERVED_VOLUMES};
 pub(crate) use load::pin;
 pub use load::{Loaded, load, schema_json, schema_text};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
+
+/// `/dev/shm` on multi-node when `shmSize` is not given: NCCL hangs on a small one.
+pub const DEFAULT_SHM_SIZE: &str = "16Gi";
 
 /// One container action (train, evaluate, export...) to run on Kubernetes.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -339,6 +342,11 @@ pub struct Rendezvous {
     #[serde(default)]
     #[schemars(range(min = 1024, max = 65535))]
     pub port: Option<u16>,
+    /// Seconds each pod waits for the rank-0 pod's name to resolve before the action starts;
+    /// default 300.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 86400))]
+    pub timeout_seconds: Option<u32>,
 }
 
 /// Scheduling constraints, copied through to the pod.
@@ -413,6 +421,15 @@ impl ActionRequest {
             .map(|i| i.uri.as_str())
             .chain(s3.results.iter().map(|r| r.uri.as_str()))
             .collect()
+    }
+
+    /// The size of the memory-backed `/dev/shm`: `shmSize`, else 16Gi on multi-node.
+    pub fn shm_size(&self) -> Option<&str> {
+        match &self.spec.resources.shm_size {
+            Some(q) => Some(q.0.as_str()),
+            None if self.nodes() > 1 => Some(DEFAULT_SHM_SIZE),
+            None => None,
+        }
     }
 
     /// Whether the pod needs the S3 keys from the credentials Secret.
