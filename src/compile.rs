@@ -42,7 +42,11 @@ pub fn compile(
     opts: &Options,
     templates: &Templates,
 ) -> Result<Compiled, Failure> {
-    let loaded = request::load(source).map_err(Failure::Request)?;
+    let mut loaded = request::load(source).map_err(Failure::Request)?;
+    if opts.nccl_probe {
+        loaded.request =
+            plan::nccl_probe(&loaded.request).map_err(|d| Failure::Request(vec![d]))?;
+    }
     let plan = plan::build(&loaded, opts).map_err(|mut errors| {
         errors.extend(loaded.warnings.iter().cloned());
         Failure::Request(errors)

@@ -101,6 +101,8 @@ pub struct Options {
     /// `$TAO_K8S_NAMESPACE`; used when neither the flag nor the request names one.
     pub env_namespace: Option<String>,
     pub kube_version: KubeVersion,
+    /// Render the 2-node NCCL probe for the request's image and scheduling instead.
+    pub nccl_probe: bool,
 }
 
 impl Default for Options {
@@ -109,8 +111,57 @@ impl Default for Options {
             namespace: None,
             env_namespace: None,
             kube_version: KubeVersion::DEFAULT,
+            nccl_probe: false,
         }
     }
+}
+
+/// The constant NCCL probe program, run as `python3 -c`.
+pub const NCCL_PROBE: &str = include_str!("../scripts/nccl_probe.py");
+/// Seconds a probe may run before its Job fails: a hang becomes a failure.
+pub const NCCL_PROBE_DEADLINE: u32 = 300;
+
+/// The request of the NCCL probe for `req`: two nodes with its image, GPUs per node,
+/// scheduling, pull secrets, `/dev/shm` and rendezvous settings, running the probe program
+/// instead of the action, with no storage and no credentials.
+pub fn nccl_probe(req: &ActionRequest) -> Result<ActionRequest, Diagnostic> {
+    if req.spec.resources.gpus_per_node == 0 {
+        return Err(
+            Diagnostic::error(OPTION, "the NCCL probe needs GPUs, but `gpusPerNode` is 0")
+                .help("probe with the GPU count of the real run"),
+        );
+    }
+    let mut probe = req.clone();
+    probe.metadata.name = format!("{}-nccl-probe", req.metadata.name);
+    let spec = &mut probe.spec;
+    spec.action = "nccl-probe".into();
+    spec.command = crate::request::Command {
+        args: Some(vec!["python3".into(), "-c".into(), pod_script(NCCL_PROBE)]),
+        ..Default::default()
+    };
+    spec.resources.nodes = Some(2);
+    let memory = spec
+        .resources
+        .memory
+        .as_ref()
+        .and_then(|q| crate::quantity::parse(&q.0));
+    let shm = probe.shm_size().and_then(crate::quantity::parse);
+    if let (Some(memory), Some(shm)) = (memory, shm)
+        && memory < shm
+    {
+        return Err(Diagnostic::error(
+            OPTION,
+            "the NCCL probe's /dev/shm (`shmSize`, 16Gi by default on multi-node) is larger than `memory`",
+        )
+        .help("set `resources.shmSize` to fit in `memory`"));
+    }
+    let spec = &mut probe.spec;
+    spec.storage = Default::default();
+    spec.env = Default::default();
+    spec.credentials = Default::default();
+    spec.backoff_limit = Some(0);
+    spec.active_deadline_seconds = Some(NCCL_PROBE_DEADLINE);
+    Ok(probe)
 }
 
 /// Everything the templates lay out.

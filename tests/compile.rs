@@ -29,3 +29,15 @@ fn bundled_examples_render() {
         insta::assert_snapshot!(compile(path).yaml);
     });
 }
+
+#[test]
+fn nccl_probe_of_the_example() {
+    let text = std::fs::read_to_string("examples/dino-train.yaml").unwrap();
+    let source = Source::new("dino-train.yaml", text);
+    let opts = Options {
+        nccl_probe: true,
+        ..Options::default()
+    };
+    let compiled = tao_k8s::compile(&source, &opts, Templates::embedded()).unwrap();
+    insta::assert_snapshot!(compiled.yaml);
+}

@@ -234,3 +234,123 @@ fn the_wait_script_waits_then_starts_or_fails_naming_the_host() {
             .contains("the rendezvous host job-0.job did not resolve within 0s")
     );
 }
+
+#[test]
+fn the_nccl_probe_keeps_image_and_scheduling_and_drops_the_rest() {
+    let mut req = request("dino-train", 1);
+    req["spec"]["imagePullSecrets"] = json!(["ngc-pull"]);
+    req["spec"]["scheduling"] = json!({"nodeSelector": {"nvidia.com/gpu.product": "H100"}, "priorityClassName": "training"});
+    req["spec"]["env"] = json!({"TAO_LOG_LEVEL": "info"});
+    req["spec"]["credentials"] = json!({"extra": ["HF_TOKEN"]});
+    req["spec"]["rendezvous"] = json!({"port": 23456});
+    let probe = Options {
+        nccl_probe: true,
+        ..Options::default()
+    };
+    let objects = compile(&req, &probe).unwrap_or_else(|e| panic!("{e:#?}"));
+    let (service, job) = (&objects[0], &objects[1]);
+    assert_eq!(job["metadata"]["name"], "dino-train-nccl-probe");
+    assert_eq!(service["spec"]["ports"][0]["port"], 23456);
+    let spec = &job["spec"];
+    assert_eq!(
+        (
+            spec["completions"].as_u64(),
+            spec["activeDeadlineSeconds"].as_u64()
+        ),
+        (Some(2), Some(300))
+    );
+    let pod = &spec["template"]["spec"];
+    assert_eq!(
+        pod["nodeSelector"],
+        json!({"nvidia.com/gpu.product": "H100"})
+    );
+    assert_eq!(pod["priorityClassName"], "training");
+    assert_eq!(pod["imagePullSecrets"], json!([{"name": "ngc-pull"}]));
+    let main = &pod["containers"][0];
+    assert_eq!(main["image"], "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt");
+    assert_eq!(main["command"], json!(["python3"]));
+    assert_eq!(main["args"][0], "-c");
+    assert!(
+        main.get("envFrom").is_none(),
+        "the probe needs no credentials"
+    );
+    assert!(
+        main["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["name"] != "TAO_LOG_LEVEL")
+    );
+    let volumes: Vec<&str> = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(volumes, ["tao-k8s-shm"]);
+
+    req["spec"]["resources"]["gpusPerNode"] = json!(0);
+    let Err(Failure::Request(d)) = compile(&req, &probe) else {
+        panic!("a GPU-less probe was rendered")
+    };
+    assert!(d[0].message.contains("needs GPUs"));
+}
+
+/// The probe program itself, run by python3 against a small fake `torch` that forks one
+/// process per "GPU" and sums like an all-reduce: one OK line, or one FAILED line and exit 1.
+#[test]
+fn the_nccl_probe_program_prints_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let torch = dir.path().join("torch");
+    std::fs::create_dir(&torch).unwrap();
+    std::fs::write(
+        torch.join("__init__.py"),
+        "class _Cuda:\n    def set_device(self, i): pass\n    def synchronize(self): pass\ncuda = _Cuda()\nfloat32 = 'float32'\n\
+         class _T:\n    v = 1.0\n    def __getitem__(self, i): return self\n    def item(self): return self.v\n\
+         def ones(n, dtype=None, device=None): return _T()\n",
+    )
+    .unwrap();
+    std::fs::write(
+        torch.join("distributed.py"),
+        "import os\n_world = 0\n\
+         def init_process_group(backend, init_method, world_size, rank, timeout):\n    global _world\n    if os.environ.get('FAKE_NCCL_FAIL'): raise RuntimeError('NCCL error: unhandled system error')\n    _world = world_size\n\
+         def all_reduce(x): x.v = x.v * _world\ndef destroy_process_group(): pass\n",
+    )
+    .unwrap();
+    std::fs::write(
+        torch.join("multiprocessing.py"),
+        "import os\nclass ProcessExitedException(Exception): pass\n\
+         def start_processes(fn, args, nprocs, join, start_method):\n    for i in range(nprocs):\n        pid = os.fork()\n        if pid == 0:\n            try:\n                fn(i, *args)\n            except SystemExit as e:\n                os._exit(e.code or 0)\n            os._exit(0)\n        _, status = os.waitpid(pid, 0)\n        if os.waitstatus_to_exitcode(status) != 0: raise ProcessExitedException('process %d failed' % i)\n",
+    )
+    .unwrap();
+    let program = tao_k8s::plan::pod_script(tao_k8s::plan::NCCL_PROBE);
+    let run = |fail: bool| {
+        let mut cmd = std::process::Command::new("python3");
+        cmd.args(["-c", &program])
+            .env("PYTHONPATH", dir.path())
+            .envs([("NNODES", "1"), ("NPROC_PER_NODE", "2"), ("NODE_RANK", "0")]);
+        if fail {
+            cmd.env("FAKE_NCCL_FAIL", "1");
+        }
+        cmd.output().unwrap()
+    };
+    let ok = run(false);
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        ok.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(stdout.starts_with(
+        "tao-k8s nccl-probe: OK: all-reduce of 256 MiB across 2 GPUs on 1 nodes, bus bandwidth "
+    ));
+
+    let failed = run(true);
+    let stdout = String::from_utf8_lossy(&failed.stdout);
+    assert_eq!(failed.status.code(), Some(1));
+    assert_eq!(
+        stdout.trim(),
+        "tao-k8s nccl-probe: FAILED on rank 0: RuntimeError: NCCL error: unhandled system error"
+    );
+}

@@ -48,6 +48,7 @@ enum Command {
   tao-k8s render request.yaml | kubectl apply -f -
   tao-k8s render request.yaml -n vision --kube-version 1.30
   cat request.json | tao-k8s render - -o json
+  tao-k8s render --nccl-probe request.yaml | kubectl apply -f -
 
 The namespace is --namespace, else the request's metadata.namespace, else $TAO_K8S_NAMESPACE,
 else `default`. Diagnostics go to stderr; nothing is printed on stdout unless the whole
@@ -67,6 +68,10 @@ request compiles and every object passes its strict schema.")]
         /// A directory of templates (`*.j2`) that replace the embedded ones of the same name.
         #[arg(long, value_name = "DIR")]
         templates: Option<PathBuf>,
+        /// Render a 2-node NCCL all-reduce probe with the request's image, GPUs, scheduling,
+        /// pull secrets, /dev/shm and rendezvous, instead of the action.
+        #[arg(long)]
+        nccl_probe: bool,
     },
     /// Print the JSON Schema (draft-07) of action requests, for editors and validators.
     Schema,
@@ -103,11 +108,13 @@ pub fn run() -> ExitCode {
             namespace,
             kube_version,
             templates,
+            nccl_probe,
         } => {
             let opts = Options {
                 namespace,
                 env_namespace: std::env::var("TAO_K8S_NAMESPACE").ok(),
                 kube_version,
+                nccl_probe,
             };
             render(&out, &request, output, &opts, templates.as_deref())
         }
