@@ -184,23 +184,26 @@ fn warnings_go_to_stderr_and_do_not_refuse() {
     );
 }
 
-#[test]
-fn a_template_author_mistake_names_the_template_and_prints_nothing() {
+/// Render the example with `job.yaml.j2` replaced by `edit` applied to the embedded one.
+fn render_with_job_template(edit: impl Fn(&str) -> String) -> std::process::Output {
     let dir = tempfile::tempdir().unwrap();
     let job = std::fs::read_to_string(format!("{ROOT}/templates/job.yaml.j2")).unwrap();
-    std::fs::write(
-        dir.path().join("job.yaml.j2"),
-        job.replace(
-            "restartPolicy: Never",
-            "restartPolicy: Never\n      restartPolicyy: Never",
-        ),
-    )
-    .unwrap();
-    let out = tao()
+    std::fs::write(dir.path().join("job.yaml.j2"), edit(&job)).unwrap();
+    tao()
         .args(["render", EXAMPLE, "--templates"])
         .arg(dir.path())
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn a_template_author_mistake_names_the_template_and_prints_nothing() {
+    let out = render_with_job_template(|t| {
+        t.replace(
+            "restartPolicy: Never",
+            "restartPolicy: Never\n      restartPolicyy: Never",
+        )
+    });
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -209,42 +212,28 @@ fn a_template_author_mistake_names_the_template_and_prints_nothing() {
         "{stderr}"
     );
 
-    std::fs::write(
-        dir.path().join("job.yaml.j2"),
-        "kind: Job\nname: {{ no_such_field }}\n",
-    )
-    .unwrap();
-    let out = tao()
-        .args(["render", EXAMPLE, "--templates"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let out = render_with_job_template(|_| "kind: Job\nname: {{ no_such_field }}\n".into());
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("job.yaml.j2:2"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("job.yaml.j2:2"), "{stderr}");
 }
 
 #[test]
 fn a_template_override_is_used() {
-    let dir = tempfile::tempdir().unwrap();
-    let job = std::fs::read_to_string(format!("{ROOT}/templates/job.yaml.j2")).unwrap();
-    std::fs::write(
-        dir.path().join("job.yaml.j2"),
-        job.replace(
+    let out = render_with_job_template(|t| {
+        t.replace(
             "restartPolicy: Never",
             "restartPolicy: Never\n      enableServiceLinks: false",
-        ),
-    )
-    .unwrap();
-    let docs = documents(&stdout_of(
-        tao()
-            .args(["render", EXAMPLE, "--templates"])
-            .arg(dir.path()),
-    ));
+        )
+    });
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let docs = documents(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(
         docs[0]["spec"]["template"]["spec"]["enableServiceLinks"],
         false

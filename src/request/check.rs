@@ -104,6 +104,26 @@ impl From<usize> for StepArg {
 }
 
 impl Checker<'_> {
+    /// Pin `d` at the node `at` names (its key instead, with `on_key`) and keep it.
+    fn push(
+        &mut self,
+        d: Diagnostic,
+        at: &[Step],
+        label: &str,
+        help: Option<String>,
+        on_key: bool,
+    ) {
+        let mut d = pin(self.tree, at, d, label);
+        if on_key
+            && let (Some((Some(key), _)), Some(first)) =
+                (self.tree.lookup(at), d.labels.first_mut())
+        {
+            first.span = key.span.clone();
+        }
+        d.help = help;
+        self.diags.push(d);
+    }
+
     fn error(
         &mut self,
         code: &'static str,
@@ -112,9 +132,7 @@ impl Checker<'_> {
         label: &str,
         help: Option<String>,
     ) {
-        let mut d = pin(self.tree, at, Diagnostic::error(code, message), label);
-        d.help = help;
-        self.diags.push(d);
+        self.push(Diagnostic::error(code, message), at, label, help, false);
     }
 
     fn warn(
@@ -125,12 +143,10 @@ impl Checker<'_> {
         label: &str,
         help: Option<String>,
     ) {
-        let mut d = pin(self.tree, at, Diagnostic::warning(code, message), label);
-        d.help = help;
-        self.diags.push(d);
+        self.push(Diagnostic::warning(code, message), at, label, help, false);
     }
 
-    /// The key span of a map entry, for findings about a key rather than its value.
+    /// A finding about a map key rather than its value.
     fn key_error(
         &mut self,
         code: &'static str,
@@ -139,17 +155,7 @@ impl Checker<'_> {
         label: &str,
         help: Option<String>,
     ) {
-        let span = self
-            .tree
-            .lookup(at)
-            .and_then(|(k, _)| k)
-            .map(|k| k.span.clone());
-        let mut d = pin(self.tree, at, Diagnostic::error(code, message), label);
-        if let (Some(span), Some(first)) = (span, d.labels.first_mut()) {
-            first.span = span;
-        }
-        d.help = help;
-        self.diags.push(d);
+        self.push(Diagnostic::error(code, message), at, label, help, true);
     }
 }
 
