@@ -16,6 +16,10 @@ fn compile(c: &mut Criterion) {
             "config mode, inline spec",
             "fixtures/requests/valid/config-inline.yaml",
         ),
+        (
+            "16 nodes (Service + Indexed Job)",
+            "fixtures/requests/valid/multi-node-16-kueue.yaml",
+        ),
     ] {
         let text = std::fs::read_to_string(path).unwrap();
         let source = Source::new(path, text);
