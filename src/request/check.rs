@@ -446,29 +446,31 @@ fn storage(c: &mut Checker, req: &ActionRequest) {
     let mut seen_paths: Vec<&str> = Vec::new();
     for (i, m) in s.mounts.iter().enumerate() {
         let at = with(path("spec.storage.mounts"), i);
-        if !names::is_dns1123_label(&m.name) {
-            c.error(
-                NAME,
-                &with(at.clone(), "name"),
-                format!("mount name `{}` is not a valid volume name", m.name),
+        let name_problem = if !names::is_dns1123_label(&m.name) {
+            Some((
+                "is not a valid volume name",
                 "not a DNS-1123 label",
-                Some("use lowercase letters, digits and `-`, at most 63 characters".into()),
-            );
+                Some("use lowercase letters, digits and `-`, at most 63 characters"),
+            ))
         } else if RESERVED_VOLUMES.contains(&m.name.as_str()) {
-            c.error(
-                NAME,
-                &with(at.clone(), "name"),
-                format!("mount name `{}` is used by tao-k8s", m.name),
+            Some((
+                "is used by tao-k8s",
                 "reserved",
-                Some("choose another name".into()),
-            );
+                Some("choose another name"),
+            ))
         } else if seen_names.contains(&m.name.as_str()) {
+            Some(("is used twice", "used before", None))
+        } else {
+            None
+        };
+        if let Some((problem, label, help)) = name_problem {
+            let message = format!("mount name `{}` {problem}", m.name);
             c.error(
                 NAME,
                 &with(at.clone(), "name"),
-                format!("mount name `{}` is used twice", m.name),
-                "used before",
-                None,
+                message,
+                label,
+                help.map(String::from),
             );
         }
         seen_names.push(&m.name);
