@@ -7,6 +7,7 @@ use crate::names::{self, Names};
 use crate::request::{
     ActionRequest, Loaded, RENDEZVOUS_ENV, TaintEffect, Toleration, TolerationOperator,
 };
+pub use crate::request::{CONFIG_DIR, CONFIG_VOLUME, SHM_VOLUME};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -17,8 +18,6 @@ pub const OPTION: &str = "TK030";
 /// Code of a config spec whose digest is not the pinned one.
 pub const CONFIG_DIGEST: &str = "TK031";
 
-/// Where the staged config spec is mounted, read-only.
-pub const CONFIG_DIR: &str = "/etc/tao-k8s/config";
 /// The ConfigMap key and file name of the staged config spec.
 pub const CONFIG_FILE: &str = "spec.yaml";
 /// The container that runs the action.
@@ -38,8 +37,6 @@ pub const WAIT_SCRIPT: &str = include_str!("../scripts/wait-for-rendezvous.sh");
 /// The downward-API path of an Indexed Job pod's completion index.
 pub const COMPLETION_INDEX_FIELD: &str =
     "metadata.annotations['batch.kubernetes.io/job-completion-index']";
-/// The memory-backed `/dev/shm` volume.
-pub const SHM_VOLUME: &str = "tao-k8s-shm";
 /// The annotation the driver script checks against the server's version.
 pub const MIN_KUBE_ANNOTATION: &str = "tao-k8s.io/min-kube-version";
 
@@ -599,9 +596,6 @@ impl Volume {
     }
 }
 
-/// The volume of the staged config spec.
-pub const CONFIG_VOLUME: &str = "tao-k8s-config";
-
 /// Whether an existing toleration already covers `wanted`.
 fn tolerates(t: &Toleration, wanted: &Toleration) -> bool {
     let key_ok =
@@ -707,4 +701,72 @@ fn config_map(loaded: &Loaded, names: &Names) -> Result<Option<ConfigMap>, Diagn
 /// Lowercase hex of bytes.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kube_versions_parse_and_order() {
+        for ok in ["1.28", "v1.28", "1.28.3"] {
+            assert_eq!(ok.parse::<KubeVersion>(), Ok(KubeVersion::DEFAULT), "{ok}");
+        }
+        for bad in ["", "1", "one.28", "1.28.x", "1.28.3.4", "1.-1"] {
+            assert!(bad.parse::<KubeVersion>().is_err(), "{bad}");
+        }
+        let v = |s: &str| s.parse::<KubeVersion>().unwrap();
+        assert!(v("1.27") < KubeVersion::MULTI_NODE && v("1.100") > v("1.28"));
+        assert_eq!(v("1.31").to_string(), "1.31");
+    }
+
+    #[test]
+    fn an_existing_gpu_toleration_is_not_doubled() {
+        let gpu = |key: Option<&str>, op, effect| Toleration {
+            key: key.map(String::from),
+            operator: Some(op),
+            value: None,
+            effect,
+            toleration_seconds: None,
+        };
+        let wanted = gpu(
+            Some(GPU_RESOURCE),
+            TolerationOperator::Exists,
+            Some(TaintEffect::NoSchedule),
+        );
+        assert!(tolerates(&wanted, &wanted));
+        assert!(tolerates(
+            &gpu(Some(GPU_RESOURCE), TolerationOperator::Exists, None),
+            &wanted
+        ));
+        assert!(
+            tolerates(&gpu(None, TolerationOperator::Exists, None), &wanted),
+            "tolerate everything"
+        );
+        assert!(!tolerates(
+            &gpu(Some(GPU_RESOURCE), TolerationOperator::Equal, None),
+            &wanted
+        ));
+        assert!(!tolerates(
+            &gpu(
+                Some(GPU_RESOURCE),
+                TolerationOperator::Exists,
+                Some(TaintEffect::NoExecute)
+            ),
+            &wanted
+        ));
+        assert!(!tolerates(
+            &gpu(Some("dedicated"), TolerationOperator::Exists, None),
+            &wanted
+        ));
+    }
+
+    #[test]
+    fn pod_scripts_ship_without_comments() {
+        assert_eq!(
+            pod_script("# doc\n\nset -u\n  # inner\necho hi # tail\n"),
+            "set -u\necho hi # tail\n"
+        );
+        assert!(!pod_script(WAIT_SCRIPT).contains("\n#"));
+    }
 }

@@ -38,8 +38,14 @@ pub const RENDEZVOUS_ENV: &[&str] = &[
     "TAO_STRICT_MULTINODE",
 ];
 
+/// The volume of the staged config spec.
+pub const CONFIG_VOLUME: &str = "tao-k8s-config";
+/// The memory-backed `/dev/shm` volume.
+pub const SHM_VOLUME: &str = "tao-k8s-shm";
+/// Where the staged config spec is mounted, read-only.
+pub const CONFIG_DIR: &str = "/etc/tao-k8s/config";
 /// Volume names the renderer uses.
-pub const RESERVED_VOLUMES: &[&str] = &["tao-k8s-config", "tao-k8s-shm"];
+pub const RESERVED_VOLUMES: &[&str] = &[CONFIG_VOLUME, SHM_VOLUME];
 /// Container paths the renderer mounts.
 pub const RESERVED_MOUNT_PATHS: &[&str] = &["/etc/tao-k8s", "/dev/shm"];
 

@@ -5,7 +5,10 @@
 mod check;
 mod load;
 
-pub use check::{CONFIG_PATH_TOKEN, RENDEZVOUS_ENV, RESERVED_MOUNT_PATHS, RESERVED_VOLUMES};
+pub use check::{
+    CONFIG_DIR, CONFIG_PATH_TOKEN, CONFIG_VOLUME, RENDEZVOUS_ENV, RESERVED_MOUNT_PATHS,
+    RESERVED_VOLUMES, SHM_VOLUME,
+};
 pub(crate) use load::pin;
 pub use load::{Loaded, load, schema_json, schema_text};
 
