@@ -46,6 +46,9 @@ pub fn compile(
     if opts.nccl_probe {
         loaded.request =
             plan::nccl_probe(&loaded.request).map_err(|d| Failure::Request(vec![d]))?;
+        // The probe has no storage and no results: only its layout matters, not its checks,
+        // which the request itself passed.
+        loaded.staging = crate::staging::stage(&loaded.request, &loaded.tree).0;
     }
     let plan = plan::build(&loaded, opts).map_err(|mut errors| {
         errors.extend(loaded.warnings.iter().cloned());

@@ -26,6 +26,7 @@ pub mod request;
 pub mod schema;
 pub mod secrets;
 pub mod source;
+pub mod staging;
 pub mod yaml;
 
 pub use compile::{Compiled, Failure, compile};

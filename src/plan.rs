@@ -4,10 +4,14 @@
 
 use crate::diag::Diagnostic;
 use crate::names::{self, Names};
+use crate::request::pin;
 use crate::request::{
     ActionRequest, Loaded, RENDEZVOUS_ENV, TaintEffect, Toleration, TolerationOperator,
 };
 pub use crate::request::{CONFIG_DIR, CONFIG_VOLUME, SHM_VOLUME};
+use crate::source::Source as Source_;
+use crate::staging::{Source, StagedConfig, Staging, StagingMap};
+use crate::yaml::Step;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -39,6 +43,24 @@ pub const COMPLETION_INDEX_FIELD: &str =
     "metadata.annotations['batch.kubernetes.io/job-completion-index']";
 /// The annotation the driver script checks against the server's version.
 pub const MIN_KUBE_ANNOTATION: &str = "tao-k8s.io/min-kube-version";
+
+/// Pod-side scripts of config staging and tier C, constants of the project.
+pub const VERIFY_CONFIG_SCRIPT: &str = include_str!("../scripts/verify-config.sh");
+pub const RUN_ACTION_SCRIPT: &str = include_str!("../scripts/run-action.sh");
+pub const UPLOAD_RESULTS_SCRIPT: &str = include_str!("../scripts/upload-results.sh");
+/// The initContainer that checks the staged config spec's digest.
+pub const STAGE_CONFIG_CONTAINER: &str = "stage-config";
+/// The container that uploads results after the action (tier C).
+pub const UPLOAD_CONTAINER: &str = "upload-results";
+/// Scratch directories of the pod: the writable spec copy and the action's exit status.
+pub const WORK_VOLUME: &str = "tao-k8s-work";
+pub const WORK_DIR: &str = "/etc/tao-k8s/work";
+/// Results that are uploaded but on no mount live in this emptyDir.
+pub const RESULTS_VOLUME: &str = "tao-k8s-results";
+/// The image that copies S3 data in and out, unless the request names one.
+pub const DEFAULT_S3_IMAGE: &str = "amazon/aws-cli:2.17.0";
+/// A ConfigMap holds at most 1 MiB, metadata included: keep room for it.
+pub const MAX_CONFIG_BYTES: usize = 1024 * 1024 - 16 * 1024;
 
 /// The extended resource of NVIDIA GPUs.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
@@ -100,6 +122,12 @@ pub struct Options {
     pub kube_version: KubeVersion,
     /// Render the 2-node NCCL probe for the request's image and scheduling instead.
     pub nccl_probe: bool,
+    /// The file named by `command.config.spec`, read by the caller (the library does no I/O),
+    /// or why it could not be read.
+    pub spec_file: Option<Result<crate::source::Source, String>>,
+    /// A staged config spec passed back (`--staged-config`): used only if its digest is the one
+    /// the request materialises to.
+    pub staged_config: Option<String>,
 }
 
 impl Default for Options {
@@ -109,6 +137,8 @@ impl Default for Options {
             env_namespace: None,
             kube_version: KubeVersion::DEFAULT,
             nccl_probe: false,
+            spec_file: None,
+            staged_config: None,
         }
     }
 }
@@ -175,6 +205,12 @@ pub struct Plan {
     pub service: Option<Service>,
     /// The Secret the pod reads credentials from, when it needs any.
     pub credentials_secret: Option<String>,
+    /// The nvcr.io pull Secret the driver script must create from NGC_KEY, when the image is
+    /// on nvcr.io and the request names no pull secret.
+    pub ngc_pull_secret: Option<String>,
+    /// Where every producer-side path lands (`render --staging-map`).
+    #[serde(skip)]
+    pub staging_map: crate::staging::StagingMap,
     /// Things the user should know that are not problems (printed as notes).
     #[serde(skip)]
     pub notes: Vec<String>,
@@ -253,6 +289,16 @@ pub struct EnvVar {
     pub name: String,
     pub value: Option<String>,
     pub field_path: Option<String>,
+    /// `valueFrom.secretKeyRef`, optional: a key of the credentials Secret that may be absent.
+    pub secret_key: Option<SecretKey>,
+}
+
+/// An optional key of a Secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SecretKey {
+    pub name: String,
+    pub key: String,
+    pub optional: bool,
 }
 
 impl EnvVar {
@@ -262,6 +308,16 @@ impl EnvVar {
             name: name.into(),
             value: Some(value.into()),
             field_path: None,
+            secret_key: None,
+        }
+    }
+
+    /// A field of the pod, through the downward API.
+    pub fn field(name: &str, path: &str) -> EnvVar {
+        EnvVar {
+            value: None,
+            field_path: Some(path.into()),
+            ..EnvVar::value(name, "")
         }
     }
 }
@@ -284,9 +340,18 @@ pub struct Volume {
     pub persistent_volume_claim: Option<String>,
     pub nfs: Option<crate::request::Nfs>,
     pub config_map: Option<String>,
-    /// A memory-backed emptyDir of this size.
-    pub memory_size_limit: Option<String>,
+    pub empty_dir: Option<EmptyDir>,
     pub read_only: bool,
+}
+
+/// An emptyDir volume.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmptyDir {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub medium: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_limit: Option<String>,
 }
 
 /// The staged config spec, shipped as a ConfigMap.
@@ -360,99 +425,218 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
             .push("gpusPerNode is 0: a lifecycle-only Job, GPU scheduling was not verified".into());
     }
 
-    let config_map = match config_map(loaded, &names) {
-        Ok(cm) => cm,
-        Err(d) => {
-            errors.push(d);
-            None
+    let (config_map, staging_map) = match config_map(loaded, &names, opts) {
+        Ok(staged) => staged,
+        Err(mut d) => {
+            errors.append(&mut d);
+            (None, loaded.staging.map.clone())
         }
     };
     if !errors.is_empty() {
         return Err(errors);
     }
 
-    let credentials_secret = req.needs_credentials().then(|| names.secret.clone());
+    let staging = &loaded.staging;
     let nodes = req.nodes();
     let multi_node = nodes > 1;
+    let s3_secret = req.needs_s3_credentials().then(|| names.secret.clone());
     let mut container = Container {
         name: MAIN_CONTAINER.into(),
         image: spec.image.clone(),
         command: Vec::new(),
         args: Vec::new(),
         env: Vec::new(),
-        env_from_secret: credentials_secret.clone(),
+        env_from_secret: req.action_needs_credentials().then(|| names.secret.clone()),
         limits: BTreeMap::new(),
         requests: BTreeMap::new(),
         volume_mounts: Vec::new(),
     };
-    (container.command, container.args) = command_vector(req, config_map.as_ref());
+    (container.command, container.args) = command_vector(req, staging, config_map.as_ref());
     // Requests equal limits: a training pod gets the Guaranteed QoS class (evicted last).
     for (name, q) in [
         ("cpu", &spec.resources.cpu),
         ("memory", &spec.resources.memory),
+        ("ephemeral-storage", &spec.resources.ephemeral_storage),
     ] {
         if let Some(q) = q {
             container.limits.insert(name.into(), q.0.clone());
             container.requests.insert(name.into(), q.0.clone());
         }
     }
-    // An initContainer gets the same cpu and memory, or the pod would lose Guaranteed QoS.
-    let init_template = Container {
+    // Helper containers get the same cpu and memory, or the pod would lose Guaranteed QoS.
+    let helper = |name: &str, image: &str, command: Vec<String>, env: Vec<EnvVar>| Container {
+        name: name.into(),
+        image: image.into(),
+        command,
+        args: Vec::new(),
+        env,
+        env_from_secret: None,
         limits: container.limits.clone(),
         requests: container.requests.clone(),
-        env_from_secret: None,
-        ..container.clone()
+        volume_mounts: Vec::new(),
     };
-    if gpus > 0 {
-        container
-            .limits
-            .insert(GPU_RESOURCE.into(), gpus.to_string());
-    }
+    let s3_image = spec
+        .storage
+        .s3
+        .as_ref()
+        .and_then(|s| s.image.clone())
+        .unwrap_or_else(|| DEFAULT_S3_IMAGE.into());
+    // aws-cli reads AWS_ENDPOINT_URL; the Secret carries S3_ENDPOINT_URL when one is set.
+    let s3_env = || -> Vec<EnvVar> {
+        s3_secret
+            .iter()
+            .map(|secret| EnvVar {
+                secret_key: Some(SecretKey {
+                    name: secret.clone(),
+                    key: "S3_ENDPOINT_URL".into(),
+                    optional: true,
+                }),
+                value: None,
+                ..EnvVar::value("AWS_ENDPOINT_URL", "")
+            })
+            .collect()
+    };
 
     let mut volumes = Vec::new();
-    for m in &spec.storage.mounts {
+    let mut init_containers = Vec::new();
+    let mut sidecars = Vec::new();
+    for (i, v) in staging.volumes.iter().enumerate() {
+        let (volume, sub_path) = match &v.source {
+            Source::PersistentVolumeClaim {
+                claim_name,
+                sub_path,
+            } => (
+                Volume {
+                    persistent_volume_claim: Some(claim_name.clone()),
+                    ..Volume::named(&v.name)
+                },
+                sub_path.clone(),
+            ),
+            Source::Nfs {
+                server,
+                path,
+                sub_path,
+            } => (
+                Volume {
+                    nfs: Some(crate::request::Nfs {
+                        server: server.clone(),
+                        path: path.clone(),
+                    }),
+                    ..Volume::named(&v.name)
+                },
+                sub_path.clone(),
+            ),
+            Source::S3 { uri } => {
+                let mut fetch = helper(
+                    &format!("fetch-{i}"),
+                    &s3_image,
+                    s3_copy(uri, &v.mount_path),
+                    s3_env(),
+                );
+                fetch.env_from_secret = s3_secret.clone();
+                fetch
+                    .volume_mounts
+                    .push(VolumeMount::at(&v.name, &v.mount_path));
+                init_containers.push(fetch);
+                let empty = EmptyDir {
+                    medium: None,
+                    size_limit: v.size_limit.clone(),
+                };
+                (
+                    Volume {
+                        empty_dir: Some(empty),
+                        ..Volume::named(&v.name)
+                    },
+                    None,
+                )
+            }
+            Source::EmptyDir => continue,
+        };
         volumes.push(Volume {
-            persistent_volume_claim: m.persistent_volume_claim.clone(),
-            nfs: m.nfs.clone(),
-            read_only: m.read_only,
-            ..Volume::named(&m.name)
+            read_only: v.read_only,
+            ..volume
         });
         container.volume_mounts.push(VolumeMount {
-            name: m.name.clone(),
-            mount_path: m.mount_path.clone(),
-            sub_path: m.sub_path.clone(),
-            read_only: m.read_only,
+            name: v.name.clone(),
+            mount_path: v.mount_path.clone(),
+            sub_path,
+            read_only: v.read_only,
         });
     }
+    if staging
+        .volumes
+        .iter()
+        .any(|v| matches!(v.source, Source::S3 { .. }))
+        && gpus > 0
+    {
+        notes.push(format!(
+            "tier C: the pod holds its {gpus} GPU(s) while the S3 inputs download; prefer a PVC (tier A) for large inputs"
+        ));
+    }
+
     let mut pod_annotations = BTreeMap::new();
+    let needs_work_dir = (config_map.is_some() && multi_node)
+        || spec
+            .storage
+            .s3
+            .as_ref()
+            .is_some_and(|s| s.results.is_some());
+    if needs_work_dir {
+        volumes.push(Volume {
+            empty_dir: Some(EmptyDir::default()),
+            ..Volume::named(WORK_VOLUME)
+        });
+        container
+            .volume_mounts
+            .push(VolumeMount::at(WORK_VOLUME, WORK_DIR));
+    }
     if let Some(cm) = &config_map {
         volumes.push(Volume {
             config_map: Some(cm.name.clone()),
             read_only: true,
             ..Volume::named(CONFIG_VOLUME)
         });
-        container.volume_mounts.push(VolumeMount {
-            name: CONFIG_VOLUME.into(),
-            mount_path: CONFIG_DIR.into(),
-            sub_path: None,
+        let config_mount = VolumeMount {
             read_only: true,
-        });
+            ..VolumeMount::at(CONFIG_VOLUME, CONFIG_DIR)
+        };
+        container.volume_mounts.push(config_mount.clone());
         pod_annotations.insert("tao-k8s.io/config-sha256".into(), cm.sha256.clone());
+        // The pod checks what it received; TAO's multi-node entrypoint rewrites its spec in
+        // place, so multi-node gets a writable copy made after the check.
+        let mut env = vec![
+            EnvVar::value("TAO_K8S_CONFIG_SRC", format!("{CONFIG_DIR}/{CONFIG_FILE}")),
+            EnvVar::value("TAO_K8S_CONFIG_SHA256", cm.sha256.clone()),
+        ];
+        let mut stage = helper(
+            STAGE_CONFIG_CONTAINER,
+            &spec.image,
+            sh(VERIFY_CONFIG_SCRIPT),
+            Vec::new(),
+        );
+        stage.volume_mounts.push(config_mount);
+        if multi_node {
+            env.push(EnvVar::value("TAO_K8S_CONFIG_COPY", cm.path.clone()));
+            stage
+                .volume_mounts
+                .push(VolumeMount::at(WORK_VOLUME, WORK_DIR));
+        }
+        stage.env = env;
+        init_containers.insert(0, stage);
     }
     if let Some(size) = req.shm_size() {
         volumes.push(Volume {
-            memory_size_limit: Some(size.to_string()),
+            empty_dir: Some(EmptyDir {
+                medium: Some("Memory".into()),
+                size_limit: Some(size.to_string()),
+            }),
             ..Volume::named(SHM_VOLUME)
         });
-        container.volume_mounts.push(VolumeMount {
-            name: SHM_VOLUME.into(),
-            mount_path: "/dev/shm".into(),
-            sub_path: None,
-            read_only: false,
-        });
+        container
+            .volume_mounts
+            .push(VolumeMount::at(SHM_VOLUME, "/dev/shm"));
     }
 
-    let mut init_containers = Vec::new();
     let mut service = None;
     if multi_node {
         let port = spec
@@ -467,17 +651,15 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
             .unwrap_or(DEFAULT_RENDEZVOUS_TIMEOUT);
         let master = format!("{}.{}", names::pod_hostname(&names.job, 0), names.service);
         container.env = rendezvous_env(nodes, gpus, &master, port);
-        init_containers.push(Container {
-            name: WAIT_CONTAINER.into(),
-            command: vec!["/bin/sh".into(), "-c".into(), pod_script(WAIT_SCRIPT)],
-            args: Vec::new(),
-            env: vec![
+        init_containers.push(helper(
+            WAIT_CONTAINER,
+            &spec.image,
+            sh(WAIT_SCRIPT),
+            vec![
                 EnvVar::value("MASTER_ADDR", master),
                 EnvVar::value("TAO_K8S_RENDEZVOUS_TIMEOUT", timeout.to_string()),
             ],
-            volume_mounts: Vec::new(),
-            ..init_template
-        });
+        ));
         let min = KubeVersion::MULTI_NODE.to_string();
         job_annotations.insert(MIN_KUBE_ANNOTATION.into(), min.clone());
         service = Some(Service {
@@ -493,6 +675,64 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
             .map(|(name, value)| EnvVar::value(name, value.clone())),
     );
 
+    if let Some(results) = spec.storage.s3.as_ref().and_then(|s| s.results.as_ref()) {
+        // The action runs under a constant wrapper that records its exit code; the uploader
+        // waits for it, uploads even after a failure, and the pod succeeds only if both do.
+        let status = format!("{WORK_DIR}/status");
+        let mut argv = sh(RUN_ACTION_SCRIPT);
+        argv.push("tao-k8s-run".into());
+        argv.append(&mut container.command);
+        argv.append(&mut container.args);
+        container.command = argv;
+        container
+            .env
+            .push(EnvVar::value("TAO_K8S_STATUS_DIR", status.clone()));
+        let mut env = vec![
+            EnvVar::value("TAO_K8S_STATUS_DIR", status),
+            EnvVar::value("TAO_K8S_RESULTS_DIR", staging.results_dir.clone()),
+            EnvVar::value("TAO_K8S_RESULTS_URI", results.uri.clone()),
+        ];
+        if multi_node {
+            env.push(EnvVar::field("NODE_RANK", COMPLETION_INDEX_FIELD));
+        }
+        if results.per_rank {
+            env.push(EnvVar::value("TAO_K8S_UPLOAD_PER_RANK", "1"));
+        }
+        env.extend(s3_env());
+        let mut upload = helper(UPLOAD_CONTAINER, &s3_image, sh(UPLOAD_RESULTS_SCRIPT), env);
+        upload.env_from_secret = s3_secret.clone();
+        upload
+            .volume_mounts
+            .push(VolumeMount::at(WORK_VOLUME, WORK_DIR));
+        match &staging.results_volume {
+            Some(name) => {
+                let mount = container
+                    .volume_mounts
+                    .iter()
+                    .find(|m| &m.name == name)
+                    .cloned();
+                upload.volume_mounts.extend(mount.map(|m| VolumeMount {
+                    read_only: true,
+                    ..m
+                }));
+            }
+            None => {
+                volumes.push(Volume {
+                    empty_dir: Some(EmptyDir::default()),
+                    ..Volume::named(RESULTS_VOLUME)
+                });
+                container
+                    .volume_mounts
+                    .push(VolumeMount::at(RESULTS_VOLUME, &staging.results_dir));
+                upload.volume_mounts.push(VolumeMount {
+                    read_only: true,
+                    ..VolumeMount::at(RESULTS_VOLUME, &staging.results_dir)
+                });
+            }
+        }
+        sidecars.push(upload);
+    }
+
     let mut tolerations = spec.scheduling.tolerations.clone();
     let gpu_toleration = Toleration {
         key: Some(GPU_RESOURCE.into()),
@@ -501,9 +741,21 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
         effect: Some(TaintEffect::NoSchedule),
         toleration_seconds: None,
     };
-    if gpus > 0 && !tolerations.iter().any(|t| tolerates(t, &gpu_toleration)) {
-        tolerations.push(gpu_toleration);
+    if gpus > 0 {
+        container
+            .limits
+            .insert(GPU_RESOURCE.into(), gpus.to_string());
+        if !tolerations.iter().any(|t| tolerates(t, &gpu_toleration)) {
+            tolerations.push(gpu_toleration);
+        }
     }
+    let ngc_pull_secret = (spec.image.starts_with("nvcr.io/")
+        && spec.image_pull_secrets.is_empty())
+    .then(|| names.pull_secret.clone());
+    let image_pull_secrets = match &ngc_pull_secret {
+        Some(name) => vec![name.clone()],
+        None => spec.image_pull_secrets.clone(),
+    };
 
     let mut job_labels = labels.clone();
     let queue = spec.scheduling.queue_name.clone();
@@ -511,6 +763,8 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
         job_labels.insert("kueue.x-k8s.io/queue-name".into(), q.clone());
     }
     let active_deadline_seconds = spec.active_deadline_seconds.filter(|&s| s > 0);
+    let mut containers = vec![container];
+    containers.append(&mut sidecars);
     Ok(Plan {
         namespace,
         job: Job {
@@ -531,19 +785,52 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
                 subdomain: multi_node.then(|| names.service.clone()),
                 node_selector: spec.scheduling.node_selector.clone(),
                 tolerations,
-                image_pull_secrets: spec.image_pull_secrets.clone(),
+                image_pull_secrets,
                 init_containers,
-                containers: vec![container],
+                containers,
                 volumes,
             },
         },
         config_map,
         service,
-        credentials_secret,
+        credentials_secret: req.needs_credentials().then(|| names.secret.clone()),
+        ngc_pull_secret,
+        staging_map,
         names,
         labels,
         notes,
     })
+}
+
+/// `[/bin/sh, -c, <constant script as shipped>]`.
+fn sh(script: &str) -> Vec<String> {
+    vec!["/bin/sh".into(), "-c".into(), pod_script(script)]
+}
+
+/// Native argv that copies an S3 prefix (or one object) into a directory.
+fn s3_copy(uri: &str, dir: &str) -> Vec<String> {
+    let mut argv: Vec<String> = ["aws", "s3", "cp", "--no-progress"]
+        .map(String::from)
+        .to_vec();
+    if uri.ends_with('/') {
+        argv.push("--recursive".into());
+        argv.extend([uri.to_string(), dir.to_string()]);
+    } else {
+        argv.extend([uri.to_string(), format!("{}/", dir.trim_end_matches('/'))]);
+    }
+    argv
+}
+
+impl VolumeMount {
+    /// A writable mount of a whole volume.
+    fn at(name: &str, path: &str) -> VolumeMount {
+        VolumeMount {
+            name: name.into(),
+            mount_path: path.into(),
+            sub_path: None,
+            read_only: false,
+        }
+    }
 }
 
 /// What TAO's entrypoint (WORLD_SIZE, NUM_GPU_PER_NODE) and torchrun (NNODES,
@@ -555,11 +842,7 @@ fn rendezvous_env(nodes: u32, gpus: u32, master: &str, port: u16) -> Vec<EnvVar>
         EnvVar::value("NUM_GPU_PER_NODE", gpus.to_string()),
         EnvVar::value("NNODES", nodes.to_string()),
         EnvVar::value("NPROC_PER_NODE", gpus.to_string()),
-        EnvVar {
-            name: "NODE_RANK".into(),
-            value: None,
-            field_path: Some(COMPLETION_INDEX_FIELD.into()),
-        },
+        EnvVar::field("NODE_RANK", COMPLETION_INDEX_FIELD),
         EnvVar::value("MASTER_ADDR", master),
         EnvVar::value("MASTER_PORT", port.to_string()),
         EnvVar::value("TAO_STRICT_MULTINODE", "1"),
@@ -590,7 +873,7 @@ impl Volume {
             persistent_volume_claim: None,
             nfs: None,
             config_map: None,
-            memory_size_limit: None,
+            empty_dir: None,
             read_only: false,
         }
     }
@@ -627,24 +910,29 @@ fn namespace(req: &ActionRequest, opts: &Options) -> Result<String, Diagnostic> 
     }
 }
 
-/// The container's `command` and `args`, exactly as the spec's table of command modes says.
-fn command_vector(req: &ActionRequest, config: Option<&ConfigMap>) -> (Vec<String>, Vec<String>) {
+/// The container's `command` and `args`, exactly as the spec's table of command modes says,
+/// with producer paths in argv rewritten by the staging map.
+fn command_vector(
+    req: &ActionRequest,
+    staging: &Staging,
+    config: Option<&ConfigMap>,
+) -> (Vec<String>, Vec<String>) {
     let cmd = &req.spec.command;
     let split = |argv: Vec<String>| {
         let mut it = argv.into_iter();
         (it.next().into_iter().collect(), it.collect())
     };
+    let argv = staging.argv.clone().unwrap_or_default();
     if let Some(text) = &cmd.shell {
         (
             vec!["/bin/sh".into(), "-c".into(), text.clone()],
             Vec::new(),
         )
-    } else if let Some(args) = &cmd.args {
-        split(args.clone())
-    } else if let (Some(c), Some(cm)) = (&cmd.config, config) {
+    } else if cmd.args.is_some() {
+        split(argv)
+    } else if let (Some(_), Some(cm)) = (&cmd.config, config) {
         split(
-            c.argv
-                .iter()
+            argv.iter()
                 .map(|a| a.replace(crate::request::CONFIG_PATH_TOKEN, &cm.path))
                 .collect(),
         )
@@ -658,23 +946,72 @@ fn command_vector(req: &ActionRequest, config: Option<&ConfigMap>) -> (Vec<Strin
     }
 }
 
-/// Materialise the config spec (config mode), check its pinned digest.
-fn config_map(loaded: &Loaded, names: &Names) -> Result<Option<ConfigMap>, Diagnostic> {
+/// Materialise the config spec (config mode) with its paths rewritten, check it against the
+/// pinned digest and any staged file passed back, and record it in the staging map.
+fn config_map(
+    loaded: &Loaded,
+    names: &Names,
+    opts: &Options,
+) -> Result<(Option<ConfigMap>, StagingMap), Vec<Diagnostic>> {
+    let mut map = loaded.staging.map.clone();
     let Some(config) = &loaded.request.spec.command.config else {
-        return Ok(None);
+        return Ok((None, map));
     };
-    let Some(inline) = &config.spec_inline else {
-        return Ok(None);
+    let at = |field: &str| ["spec", "command", "config", field].map(|k| Step::Key(k.into()));
+    let tree = &loaded.tree;
+    let spec = match (&loaded.staging.spec_inline, &config.spec) {
+        (Some(inline), _) => inline.clone(),
+        (None, Some(file)) => {
+            let source = match &opts.spec_file {
+                Some(Ok(source)) => source,
+                Some(Err(why)) => {
+                    let d = Diagnostic::error(
+                        OPTION,
+                        format!("the spec file `{file}` cannot be read: {why}"),
+                    )
+                    .help("`spec` is a path relative to the request file");
+                    return Err(vec![pin(tree, &at("spec"), d, "not readable")]);
+                }
+                None => {
+                    let d = Diagnostic::error(OPTION, format!("the spec file `{file}` was not provided"))
+                        .help("the caller reads `command.config.spec` (relative to the request) and passes it in");
+                    return Err(vec![pin(tree, &at("spec"), d, "not read")]);
+                }
+            };
+            spec_from_file(source, &map, tree, &at("spec"))?
+        }
+        (None, None) => return Ok((None, map)), // refused by the request checks
     };
-    let data = serde_saphyr::to_string(inline).map_err(|e| {
-        Diagnostic::error(OPTION, format!("cannot write the config spec as YAML: {e}"))
+    let data = serde_saphyr::to_string(&spec).map_err(|e| {
+        vec![Diagnostic::error(
+            OPTION,
+            format!("cannot write the config spec as YAML: {e}"),
+        )]
     })?;
     let sha256 = hex(&Sha256::digest(data.as_bytes()));
+    if data.len() > MAX_CONFIG_BYTES {
+        let d = Diagnostic::error(
+            CONFIG_DIGEST,
+            format!(
+                "the config spec is {} bytes: more than a ConfigMap holds",
+                data.len()
+            ),
+        )
+        .help("put the spec on a PVC and pass its path in args mode");
+        return Err(vec![pin(
+            tree,
+            &at(if config.spec.is_some() {
+                "spec"
+            } else {
+                "specInline"
+            }),
+            d,
+            "too large to stage",
+        )]);
+    }
     if let Some(pinned) = &config.sha256
         && !pinned.eq_ignore_ascii_case(&sha256)
     {
-        let path =
-            ["spec", "command", "config", "sha256"].map(|k| crate::yaml::Step::Key(k.into()));
         let d = Diagnostic::error(
             CONFIG_DIGEST,
             "the materialised config spec does not match the pinned `sha256`",
@@ -682,20 +1019,75 @@ fn config_map(loaded: &Loaded, names: &Names) -> Result<Option<ConfigMap>, Diagn
         .help(format!(
             "the spec materialises to sha256 {sha256}; update the pin if the change is intended"
         ));
-        return Err(crate::request::pin(
-            &loaded.tree,
-            &path,
-            d,
-            "pinned digest differs",
-        ));
+        return Err(vec![pin(tree, &at("sha256"), d, "pinned digest differs")]);
     }
-    Ok(Some(ConfigMap {
+    if let Some(staged) = &opts.staged_config {
+        let got = hex(&Sha256::digest(staged.as_bytes()));
+        if got != sha256 {
+            return Err(vec![Diagnostic::error(
+                CONFIG_DIGEST,
+                format!("the staged config spec has sha256 {got}, but the request stages {sha256}: it changed after staging"),
+            )
+            .help("stage again with `tao-k8s stage`, or pass the file it wrote unchanged")]);
+        }
+    }
+    let path = if loaded.request.nodes() > 1 {
+        format!("{WORK_DIR}/{CONFIG_FILE}")
+    } else {
+        format!("{CONFIG_DIR}/{CONFIG_FILE}")
+    };
+    map.config = Some(StagedConfig {
+        pod_path: path.clone(),
+        sha256: sha256.clone(),
+        bytes: data.len(),
+    });
+    let cm = ConfigMap {
         name: names.config_map.clone(),
         key: CONFIG_FILE.into(),
         data,
         sha256,
-        path: format!("{CONFIG_DIR}/{CONFIG_FILE}"),
-    }))
+        path,
+    };
+    Ok((Some(cm), map))
+}
+
+/// A spec file as a JSON value with its producer paths rewritten.
+fn spec_from_file(
+    source: &Source_,
+    map: &StagingMap,
+    tree: &crate::yaml::Node,
+    at: &[Step],
+) -> Result<serde_json::Value, Vec<Diagnostic>> {
+    let fail = |message: String| {
+        let d = Diagnostic::error(OPTION, format!("spec file `{}`: {message}", source.name()));
+        vec![pin(tree, at, d, "this file")]
+    };
+    let stream = crate::yaml::parse(source, crate::yaml::Limits::default()).map_err(|e| {
+        let (line, col) = source.line_col(e.span.start);
+        fail(format!("invalid YAML at {line}:{col}: {}", e.message))
+    })?;
+    if let Some(d) = stream.duplicates.first() {
+        let (line, col) = source.line_col(d.second.start);
+        return Err(fail(format!("duplicate key `{}` at {line}:{col}", d.key)));
+    }
+    let [document] = stream.documents.as_slice() else {
+        return Err(fail("expected exactly one YAML document".into()));
+    };
+    let mut spec = document.to_json();
+    let mut missing = Vec::new();
+    crate::staging::rewrite_spec(map, &mut spec, &mut Vec::new(), &mut missing);
+    if !missing.is_empty() {
+        return Err(missing
+            .iter()
+            .flat_map(|(path, value)| {
+                fail(format!(
+                    "`{value}` at `{}` is a logical path that no mount alias covers",
+                    crate::yaml::display_path(path)
+                ))
+            })
+            .collect());
+    }
+    Ok(spec)
 }
 
 /// Lowercase hex of bytes.

@@ -72,6 +72,27 @@ request compiles and every object passes its strict schema.")]
         /// pull secrets, /dev/shm and rendezvous, instead of the action.
         #[arg(long)]
         nccl_probe: bool,
+        /// Also write the staging map (where every producer path lands) to FILE, as JSON.
+        #[arg(long, value_name = "FILE")]
+        staging_map: Option<PathBuf>,
+        /// A config spec written by `tao-k8s stage`: refused unless it is exactly what the
+        /// request stages (its sha256 is checked).
+        #[arg(long, value_name = "FILE")]
+        staged_config: Option<PathBuf>,
+    },
+    /// Write the staging map and, in config mode, the materialised spec into a directory.
+    #[command(after_help = "Examples:
+  tao-k8s stage request.yaml --out staged/
+  tao-k8s render request.yaml --staged-config staged/spec.yaml | kubectl apply -f -")]
+    Stage {
+        /// The request file (YAML or JSON), or `-` for stdin.
+        request: PathBuf,
+        /// The directory to write `staging-map.json` and `spec.yaml` into (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Namespace of every object; wins over the request.
+        #[arg(short, long)]
+        namespace: Option<String>,
     },
     /// Print the JSON Schema (draft-07) of action requests, for editors and validators.
     Schema,
@@ -109,14 +130,39 @@ pub fn run() -> ExitCode {
             kube_version,
             templates,
             nccl_probe,
+            staging_map,
+            staged_config,
         } => {
             let opts = Options {
                 namespace,
                 env_namespace: std::env::var("TAO_K8S_NAMESPACE").ok(),
                 kube_version,
                 nccl_probe,
+                ..Options::default()
             };
-            render(&out, &request, output, &opts, templates.as_deref())
+            let files = Files {
+                staging_map,
+                staged_config,
+                out: None,
+            };
+            render(&out, &request, output, opts, templates.as_deref(), &files)
+        }
+        Command::Stage {
+            request,
+            out: dir,
+            namespace,
+        } => {
+            let opts = Options {
+                namespace,
+                env_namespace: std::env::var("TAO_K8S_NAMESPACE").ok(),
+                ..Options::default()
+            };
+            let files = Files {
+                staging_map: None,
+                staged_config: None,
+                out: Some(dir),
+            };
+            render(&out, &request, Format::Yaml, opts, None, &files)
         }
         Command::Schema => emit(&request::schema_text()),
         Command::Completions { shell } => {
@@ -127,17 +173,42 @@ pub fn run() -> ExitCode {
     }
 }
 
+/// Files a command reads or writes besides the request.
+struct Files {
+    staging_map: Option<PathBuf>,
+    staged_config: Option<PathBuf>,
+    /// `stage`: write the map and the spec here instead of printing manifests.
+    out: Option<PathBuf>,
+}
+
 fn render(
     out: &report::Reporter,
     path: &Path,
     format: Format,
-    opts: &Options,
+    mut opts: Options,
     templates: Option<&Path>,
+    files: &Files,
 ) -> ExitCode {
     let source = match read_source(path) {
         Ok(s) => s,
         Err(message) => return out.io_error(&message),
     };
+    if let Some(spec) = request::config_spec_path(&source) {
+        // Relative to the request file (or the working directory for stdin).
+        let base = if path == Path::new("-") {
+            Path::new(".")
+        } else {
+            path.parent().unwrap_or(Path::new("."))
+        };
+        // A file that cannot be read is reported with the request's other problems.
+        opts.spec_file = Some(read_source(&base.join(&spec)));
+    }
+    if let Some(staged) = &files.staged_config {
+        match read_source(staged) {
+            Ok(s) => opts.staged_config = Some(s.text().to_string()),
+            Err(message) => return out.io_error(&message),
+        }
+    }
     let owned;
     let templates = match templates {
         None => Templates::embedded(),
@@ -155,11 +226,32 @@ fn render(
             Err(message) => return out.io_error(&message),
         },
     };
-    match tao_k8s::compile(&source, opts, templates) {
+    match tao_k8s::compile(&source, &opts, templates) {
         Ok(compiled) => {
             out.diagnostics(Some(&source), &compiled.warnings);
             for note in &compiled.plan.notes {
                 out.note(note);
+            }
+            let map = serde_json::to_string_pretty(&compiled.plan.staging_map)
+                .expect("the map serializes")
+                + "\n";
+            if let Some(dir) = &files.out {
+                let spec = compiled.plan.config_map.as_ref().map(|cm| cm.data.as_str());
+                let written = std::fs::create_dir_all(dir)
+                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+                    .and_then(|()| write_atomic(&dir.join("staging-map.json"), &map))
+                    .and_then(|()| {
+                        spec.map_or(Ok(()), |spec| write_atomic(&dir.join("spec.yaml"), spec))
+                    });
+                return match written {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(message) => out.io_error(&message),
+                };
+            }
+            if let Some(file) = &files.staging_map
+                && let Err(message) = write_atomic(file, &map)
+            {
+                return out.io_error(&message);
             }
             let text = match format {
                 Format::Yaml => compiled.yaml,
@@ -201,6 +293,19 @@ fn emit(text: &str) -> ExitCode {
             ExitCode::from(USAGE)
         }
     }
+}
+
+/// Write a whole file or nothing: a temporary file beside it, renamed into place.
+fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    file.write_all(text.as_bytes()).map_err(fail)?;
+    file.persist(path).map_err(|e| fail(e.error))?;
+    Ok(())
 }
 
 /// A file, or stdin for `-`, as a named source.

@@ -20,7 +20,6 @@ pub const ENV_NAME: &str = "TK015";
 pub const CREDENTIAL: &str = "TK016";
 pub const NAME: &str = "TK017";
 pub const STORAGE: &str = "TK018";
-pub const UNSUPPORTED: &str = "TK019";
 
 /// The placeholder replaced by the staged spec's in-pod path.
 pub const CONFIG_PATH_TOKEN: &str = "{config_path}";
@@ -271,13 +270,14 @@ fn command(c: &mut Checker, req: &ActionRequest) {
                 "both are given",
                 None,
             ),
-            (Some(_), None) => c.error(
-                UNSUPPORTED,
+            (Some(file), None) if file.is_empty() || file.contains('\0') => c.error(
+                INVALID_VALUE,
                 &with(at.clone(), "spec"),
-                "a config spec from a file is not supported by this version".into(),
-                "spec file",
-                Some("inline it under `specInline`".into()),
+                "`spec` must name a file".into(),
+                "not a file name",
+                None,
             ),
+            (Some(_), None) => {}
             (None, Some(_)) => {}
         }
         if let Some(sum) = &config.sha256
@@ -366,6 +366,7 @@ fn resources(c: &mut Checker, req: &ActionRequest) {
         ("cpu", &r.cpu),
         ("memory", &r.memory),
         ("shmSize", &r.shm_size),
+        ("ephemeralStorage", &r.ephemeral_storage),
     ] {
         let Some(q) = q else { continue };
         let at = with(path("spec.resources"), field);
@@ -439,17 +440,10 @@ fn storage(c: &mut Checker, req: &ActionRequest) {
         ),
         _ => {}
     }
-    if req.tier() == Tier::C {
-        c.error(
-            UNSUPPORTED,
-            &path("spec.storage"),
-            "tier C (S3 staging) is not supported by this version".into(),
-            "tier C",
-            Some("mount the data from a PVC or NFS export (tier A)".into()),
-        );
+    if let Some(s3) = &s.s3 {
+        s3_section(c, s3);
     }
     let mut seen_names: Vec<&str> = Vec::new();
-    let mut seen_paths: Vec<&str> = Vec::new();
     for (i, m) in s.mounts.iter().enumerate() {
         let at = with(path("spec.storage.mounts"), i);
         let name_problem = if !names::is_dns1123_label(&m.name) {
@@ -458,7 +452,7 @@ fn storage(c: &mut Checker, req: &ActionRequest) {
                 "not a DNS-1123 label",
                 Some("use lowercase letters, digits and `-`, at most 63 characters"),
             ))
-        } else if RESERVED_VOLUMES.contains(&m.name.as_str()) {
+        } else if RESERVED_VOLUMES.contains(&m.name.as_str()) || m.name.starts_with("tao-k8s-") {
             Some((
                 "is used by tao-k8s",
                 "reserved",
@@ -538,16 +532,18 @@ fn storage(c: &mut Checker, req: &ActionRequest) {
                 "reserved path",
                 Some(help.into()),
             );
-        } else if seen_paths.contains(&m.mount_path.as_str()) {
-            c.error(
-                STORAGE,
-                &with(at.clone(), "mountPath"),
-                format!("two mounts on `{}`", m.mount_path),
-                "mounted before",
-                None,
-            );
         }
-        seen_paths.push(&m.mount_path);
+        for (j, alias) in m.aliases.iter().enumerate() {
+            if let Some(problem) = alias_problem(alias) {
+                c.error(
+                    STORAGE,
+                    &with(with(at.clone(), "aliases"), j),
+                    format!("alias `{alias}` {problem}"),
+                    "not a producer path",
+                    Some("an alias is an absolute path or a logical `scheme://name`".into()),
+                );
+            }
+        }
         if let Some(sub) = &m.sub_path
             && (sub.is_empty() || sub.starts_with('/') || sub.split('/').any(|p| p == ".."))
         {
@@ -566,9 +562,8 @@ fn storage(c: &mut Checker, req: &ActionRequest) {
 fn path_problem(p: &str) -> Option<&'static str> {
     if !p.starts_with('/') {
         Some("is not absolute")
-    } else if p.len() > 1 && p.ends_with('/') {
-        Some("ends with `/`")
     } else if p[1..]
+        .trim_end_matches('/')
         .split('/')
         .any(|s| s.is_empty() || s == "." || s == "..")
         && p != "/"
@@ -587,48 +582,121 @@ pub fn is_under(p: &str, dir: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
+/// `resultsDir` must be a clean absolute path; where it lands is the staging layout's concern.
 fn results_dir(c: &mut Checker, req: &ActionRequest) {
     let dir = &req.spec.results_dir;
-    let at = path("spec.resultsDir");
     if let Some(problem) = path_problem(dir) {
         c.error(
             RESULTS_DIR,
-            &at,
+            &path("spec.resultsDir"),
             format!("resultsDir `{dir}` {problem}"),
             "not a clean absolute path",
             None,
         );
-        return;
     }
-    let uploaded = req
-        .spec
-        .storage
-        .s3
-        .as_ref()
-        .is_some_and(|s| s.results.is_some());
-    let mount = req
-        .spec
-        .storage
-        .mounts
-        .iter()
-        .filter(|m| is_under(dir, &m.mount_path))
-        .max_by_key(|m| m.mount_path.len());
-    match mount {
-        Some(m) if m.read_only && !uploaded => c.error(
-            RESULTS_DIR,
-            &at,
-            format!("resultsDir `{dir}` is on mount `{}`, which is read-only", m.name),
-            "read-only mount",
-            Some("write results to a writable mount".into()),
-        ),
-        None if !uploaded => c.error(
-            RESULTS_DIR,
-            &at,
-            format!("resultsDir `{dir}` is on no mount and is not uploaded: results would be lost with the pod"),
-            "not on a mount",
-            Some("put it under a writable mount's `mountPath`, or upload it with `storage.s3.results`".into()),
-        ),
-        _ => {}
+}
+
+/// Why an alias is not a producer-side path, if it is not.
+fn alias_problem(alias: &str) -> Option<String> {
+    match crate::staging::scheme(alias) {
+        Some("s3") => Some("is an S3 URI: stage it with `storage.s3.inputs`".into()),
+        Some(_)
+            if alias
+                .split_once("://")
+                .is_some_and(|(_, rest)| rest.is_empty() || rest.split('/').any(|s| s == "..")) =>
+        {
+            Some("has no name after `://`, or a `..` segment".into())
+        }
+        Some(_) => None,
+        None => path_problem(alias).map(String::from),
+    }
+}
+
+/// `s3://bucket/key-or-prefix`: a bucket name S3 accepts, and no `..`.
+fn s3_uri_problem(uri: &str) -> Option<&'static str> {
+    let Some(rest) = uri.strip_prefix("s3://") else {
+        return Some("does not start with `s3://`");
+    };
+    let bucket = rest.split('/').next().unwrap_or_default();
+    let bucket_ok = (3..=63).contains(&bucket.len())
+        && bucket
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+        && bucket.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && bucket.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if !bucket_ok {
+        Some("has no valid bucket name (3-63 lowercase letters, digits, `.` and `-`)")
+    } else if rest.split('/').any(|s| s == "..") {
+        Some("has a `..` segment")
+    } else {
+        None
+    }
+}
+
+fn s3_section(c: &mut Checker, s3: &super::S3) {
+    let base = path("spec.storage.s3");
+    for (i, input) in s3.inputs.iter().enumerate() {
+        let at = with(with(base.clone(), "inputs"), i);
+        if let Some(problem) = s3_uri_problem(&input.uri) {
+            c.error(
+                STORAGE,
+                &with(at.clone(), "uri"),
+                format!("`{}` {problem}", input.uri),
+                "not an S3 URI",
+                Some("write `s3://bucket/prefix/`".into()),
+            );
+        }
+        if let Some(problem) = path_problem(&input.path) {
+            c.error(
+                STORAGE,
+                &with(at.clone(), "path"),
+                format!("path `{}` {problem}", input.path),
+                "not a clean absolute path",
+                None,
+            );
+        } else if let Some(reserved) = RESERVED_MOUNT_PATHS
+            .iter()
+            .find(|r| is_under(&input.path, r) || is_under(r, &input.path))
+        {
+            c.error(
+                STORAGE,
+                &with(at.clone(), "path"),
+                format!(
+                    "path `{}` overlaps `{reserved}`, which is reserved for tao-k8s",
+                    input.path
+                ),
+                "reserved path",
+                None,
+            );
+        }
+        if let Some(q) = &input.size_limit
+            && crate::quantity::parse(&q.0).is_none_or(|v| v <= 0.0)
+        {
+            c.error(
+                QUANTITY,
+                &with(at.clone(), "sizeLimit"),
+                format!(
+                    "`sizeLimit` is not a positive Kubernetes quantity: found `{}`",
+                    q.0
+                ),
+                "expected a quantity",
+                None,
+            );
+        }
+    }
+    if let Some(results) = &s3.results
+        && let Some(problem) = s3_uri_problem(&results.uri)
+    {
+        c.error(
+            STORAGE,
+            &path("spec.storage.s3.results.uri"),
+            format!("`{}` {problem}", results.uri),
+            "not an S3 URI",
+            Some("write `s3://bucket/prefix/`".into()),
+        );
+    }
+    if let Some(image) = &s3.image {
+        self::image(c, image, &with(base, "image"));
     }
 }
 

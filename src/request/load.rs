@@ -28,6 +28,8 @@ pub const YAML11_BOOLEAN: &str = "TK007";
 pub struct Loaded {
     pub request: ActionRequest,
     pub tree: Node,
+    /// Where every producer-side path lands, and the argv rewritten by it.
+    pub staging: crate::staging::Staging,
     pub warnings: Vec<Diagnostic>,
 }
 
@@ -68,6 +70,17 @@ pub fn schema_text() -> String {
     let mut text = serde_json::to_string_pretty(schema_json()).expect("a JSON value serializes");
     text.push('\n');
     text
+}
+
+/// The file a request names as its config spec (`spec.command.config.spec`), if any, read
+/// without checking the rest, so that a caller can read that file before compiling.
+pub fn config_spec_path(source: &Source) -> Option<String> {
+    let stream = yaml::parse(source, yaml::Limits::default()).ok()?;
+    let path = ["spec", "command", "config", "spec"].map(|k| Step::Key(k.into()));
+    match &stream.documents.first()?.lookup(&path)?.1.value {
+        Value::Str(s) => Some(s.clone()),
+        _ => None,
+    }
 }
 
 /// Load and check one request. `Err` holds every error (and the warnings met on the way).
@@ -169,9 +182,11 @@ pub fn load(source: &Source) -> Result<Loaded, Vec<Diagnostic>> {
         }
     };
     let reported: Vec<Option<String>> = diags.iter().map(|d| d.path.clone()).collect();
+    let (staging, staging_diags) = crate::staging::stage(&request, &tree);
     diags.extend(
         check::check(&request, &tree)
             .into_iter()
+            .chain(staging_diags)
             .filter(|d| !structural || !reported.contains(&d.path)),
     );
     if has_errors(&diags) {
@@ -180,6 +195,7 @@ pub fn load(source: &Source) -> Result<Loaded, Vec<Diagnostic>> {
     Ok(Loaded {
         request,
         tree,
+        staging,
         warnings: diags,
     })
 }

@@ -9,8 +9,9 @@ pub use check::{
     CONFIG_DIR, CONFIG_PATH_TOKEN, CONFIG_VOLUME, RENDEZVOUS_ENV, RESERVED_MOUNT_PATHS,
     RESERVED_VOLUMES, SHM_VOLUME,
 };
+pub use check::{RESULTS_DIR, is_under};
 pub(crate) use load::pin;
-pub use load::{Loaded, load, schema_json, schema_text};
+pub use load::{Loaded, config_spec_path, load, schema_json, schema_text};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
@@ -171,6 +172,9 @@ pub struct Resources {
     /// Size of the memory-backed `/dev/shm`; default 16Gi when nodes > 1.
     #[serde(default)]
     pub shm_size: Option<Quantity>,
+    /// Local ephemeral storage requested for the pod (staged S3 inputs live there).
+    #[serde(default)]
+    pub ephemeral_storage: Option<Quantity>,
 }
 
 /// A Kubernetes quantity, written as a string (`64Gi`) or a number (`16`).
@@ -273,10 +277,13 @@ pub struct S3 {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct S3Input {
-    /// `s3://bucket/prefix/`.
+    /// `s3://bucket/prefix/` (a prefix, copied recursively) or `s3://bucket/key` (one object).
     pub uri: String,
-    /// Absolute path in the container.
+    /// Absolute path in the container; an emptyDir of its own.
     pub path: String,
+    /// Size limit of that emptyDir, a Kubernetes quantity.
+    #[serde(default)]
+    pub size_limit: Option<Quantity>,
 }
 
 /// The results upload.
@@ -285,6 +292,9 @@ pub struct S3Input {
 pub struct S3Results {
     /// `s3://bucket/prefix/`.
     pub uri: String,
+    /// Multi-node: every pod uploads to `<uri>rank-<index>/`; by default only index 0 uploads.
+    #[serde(default)]
+    pub per_rank: bool,
 }
 
 /// Credentials the pod needs, taken from the submitter's environment by the driver script.
@@ -444,8 +454,14 @@ impl ActionRequest {
         }
     }
 
-    /// Whether the pod reads the credentials Secret at all.
+    /// Whether the action container reads the credentials Secret: for model keys
+    /// (`credentials.extra`), or S3 keys the request asks for explicitly (`s3: true`).
+    pub fn action_needs_credentials(&self) -> bool {
+        !self.spec.credentials.extra.is_empty() || self.spec.credentials.s3 == S3Mode::Always
+    }
+
+    /// Whether any container reads the credentials Secret.
     pub fn needs_credentials(&self) -> bool {
-        self.needs_s3_credentials() || !self.spec.credentials.extra.is_empty()
+        self.needs_s3_credentials() || self.action_needs_credentials()
     }
 }

@@ -1,0 +1,568 @@
+//! Where every producer-side path lands in the pod. Mounts of the same source become one
+//! volume; their names, mount paths and aliases all resolve to it. S3 inputs (tier C) are
+//! staged volumes of their own. The staging map lists one entry per producer-side path, and
+//! the same map rewrites producer paths in argv and in the config spec: the longest alias that
+//! is a whole-segment prefix wins (`/data2` is not under `/data`).
+
+use crate::diag::Diagnostic;
+use crate::request::{ActionRequest, Mount, is_under, pin};
+use crate::yaml::{Node, Step};
+use serde::{Deserialize, Serialize};
+
+/// Code of storage layouts Kubernetes would refuse or that lose data.
+pub const CONFLICT: &str = "TK040";
+/// Code of a producer path that lands nowhere.
+pub const UNCOVERED: &str = "TK041";
+
+/// Where a staged path's bytes come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Source {
+    PersistentVolumeClaim {
+        claim_name: String,
+        sub_path: Option<String>,
+    },
+    Nfs {
+        server: String,
+        path: String,
+        sub_path: Option<String>,
+    },
+    S3 {
+        uri: String,
+    },
+    /// A scratch directory of the pod (results that are uploaded, not mounted).
+    EmptyDir,
+}
+
+/// One producer-side path and where it lands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    pub producer_path: String,
+    pub pod_path: String,
+    pub source: Source,
+    pub read_only: bool,
+    /// The request field that produced it, e.g. `spec.storage.mounts[0]`.
+    pub origin: String,
+}
+
+/// The staged config spec: exactly one file and its digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StagedConfig {
+    pub pod_path: String,
+    pub sha256: String,
+    pub bytes: usize,
+}
+
+/// The staging map, as `render --staging-map` writes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StagingMap {
+    pub entries: Vec<Entry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<StagedConfig>,
+}
+
+/// A pod volume that holds producer data: one per distinct source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagedVolume {
+    pub name: String,
+    pub mount_path: String,
+    pub source: Source,
+    pub read_only: bool,
+    /// For S3 inputs: the emptyDir's size limit.
+    pub size_limit: Option<String>,
+}
+
+/// Volumes, the map, and where results are written.
+#[derive(Debug, Clone, Default)]
+pub struct Staging {
+    pub volumes: Vec<StagedVolume>,
+    pub map: StagingMap,
+    /// `resultsDir` after rewriting.
+    pub results_dir: String,
+    /// The volume holding `resultsDir`, if it is on one.
+    pub results_volume: Option<String>,
+    /// `command.args` (args mode) or `command.config.argv` (config mode), rewritten.
+    pub argv: Option<Vec<String>>,
+    /// `command.config.specInline`, rewritten.
+    pub spec_inline: Option<serde_json::Value>,
+}
+
+/// What a path in a request value became.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rewrite {
+    Unchanged,
+    Rewritten(String),
+    /// A logical `scheme://` path that no alias covers.
+    Uncovered(String),
+}
+
+/// Schemes that name real locations, not producer-side aliases.
+const NETWORK_SCHEMES: &[&str] = &["http", "https", "s3", "gs", "ftp", "ftps", "hdfs", "file"];
+
+/// `/data/` and `/data` are the same directory.
+fn trim(path: &str) -> &str {
+    if path.len() > 1 {
+        path.trim_end_matches('/')
+    } else {
+        path
+    }
+}
+
+/// `scheme` of `scheme://...`, if the text starts like a URI.
+pub fn scheme(text: &str) -> Option<&str> {
+    let (scheme, _) = text.split_once("://")?;
+    let mut chars = scheme.chars();
+    let ok = chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+.-".contains(c));
+    ok.then_some(scheme)
+}
+
+/// Whether `prefix` covers `path` by whole segments.
+fn covers(prefix: &str, path: &str) -> bool {
+    let prefix = trim(prefix);
+    if scheme(prefix).is_some() {
+        path == prefix
+            || path
+                .strip_prefix(prefix)
+                .is_some_and(|r| r.starts_with('/'))
+    } else {
+        is_under(path, prefix)
+    }
+}
+
+impl StagingMap {
+    /// Rewrite the path in one value: the whole value, or what follows its first `=`
+    /// (`results_dir=/home/alice/out`).
+    pub fn rewrite(&self, value: &str) -> Rewrite {
+        if value.contains(char::is_whitespace) {
+            return Rewrite::Unchanged; // text, not a path
+        }
+        let (head, path) = match value.split_once('=') {
+            Some((k, v)) if !k.contains('/') && !k.contains("://") => (&value[..=k.len()], v),
+            _ => ("", value),
+        };
+        let best = self
+            .entries
+            .iter()
+            .filter(|e| covers(&e.producer_path, path))
+            .max_by_key(|e| trim(&e.producer_path).len());
+        match best {
+            Some(e) => {
+                let rest = &path[trim(&e.producer_path).len()..];
+                let new = format!("{head}{}{rest}", trim(&e.pod_path));
+                if new == value {
+                    Rewrite::Unchanged
+                } else {
+                    Rewrite::Rewritten(new)
+                }
+            }
+            None => match scheme(path) {
+                Some(s) if !NETWORK_SCHEMES.contains(&s) => Rewrite::Uncovered(path.to_string()),
+                _ => Rewrite::Unchanged,
+            },
+        }
+    }
+}
+
+fn mount_source(m: &Mount) -> Source {
+    match (&m.persistent_volume_claim, &m.nfs) {
+        (Some(claim), _) => Source::PersistentVolumeClaim {
+            claim_name: claim.clone(),
+            sub_path: m.sub_path.clone(),
+        },
+        (None, Some(nfs)) => Source::Nfs {
+            server: nfs.server.clone(),
+            path: nfs.path.clone(),
+            sub_path: m.sub_path.clone(),
+        },
+        (None, None) => Source::EmptyDir, // refused by the request checks
+    }
+}
+
+fn field(parts: &[&str], index: usize) -> Vec<Step> {
+    let mut path: Vec<Step> = parts.iter().map(|p| Step::Key(p.to_string())).collect();
+    path.push(Step::Index(index));
+    path
+}
+
+/// Lay out the request's storage; every conflict is a diagnostic.
+pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
+    let mut diags = Vec::new();
+    let mut staging = Staging::default();
+    // (volume index, field of the mount or input that defined it)
+    let mut origins: Vec<Vec<Step>> = Vec::new();
+    let storage = &req.spec.storage;
+
+    for (i, m) in storage.mounts.iter().enumerate() {
+        let at = field(&["spec", "storage", "mounts"], i);
+        let source = mount_source(m);
+        let mount_path = trim(&m.mount_path).to_string();
+        if let Some(v) = staging.volumes.iter_mut().find(|v| v.source == source) {
+            // Same source: one volume, one volumeMount; writable if any mount is.
+            v.read_only &= m.read_only;
+            staging.map.entries.push(Entry {
+                producer_path: mount_path,
+                pod_path: v.mount_path.clone(),
+                source: source.clone(),
+                read_only: v.read_only,
+                origin: crate::yaml::display_path(&at),
+            });
+        } else {
+            staging.volumes.push(StagedVolume {
+                name: m.name.clone(),
+                mount_path: mount_path.clone(),
+                source: source.clone(),
+                read_only: m.read_only,
+                size_limit: None,
+            });
+            origins.push(at.clone());
+            staging.map.entries.push(Entry {
+                producer_path: mount_path.clone(),
+                pod_path: mount_path,
+                source: source.clone(),
+                read_only: m.read_only,
+                origin: crate::yaml::display_path(&at),
+            });
+        }
+        let pod_path = staging
+            .volumes
+            .iter()
+            .find(|v| v.source == source)
+            .map(|v| v.mount_path.clone())
+            .unwrap_or_default();
+        for alias in &m.aliases {
+            staging.map.entries.push(Entry {
+                producer_path: trim(alias).to_string(),
+                pod_path: pod_path.clone(),
+                source: source.clone(),
+                read_only: m.read_only,
+                origin: crate::yaml::display_path(&at),
+            });
+        }
+    }
+    if let Some(s3) = &storage.s3 {
+        for (i, input) in s3.inputs.iter().enumerate() {
+            let at = field(&["spec", "storage", "s3", "inputs"], i);
+            let path = trim(&input.path).to_string();
+            staging.volumes.push(StagedVolume {
+                name: format!("tao-k8s-input-{i}"),
+                mount_path: path.clone(),
+                source: Source::S3 {
+                    uri: input.uri.clone(),
+                },
+                read_only: false,
+                size_limit: input.size_limit.as_ref().map(|q| q.0.clone()),
+            });
+            origins.push(at.clone());
+            staging.map.entries.push(Entry {
+                producer_path: trim(&input.uri).to_string(),
+                pod_path: path,
+                source: Source::S3 {
+                    uri: input.uri.clone(),
+                },
+                read_only: false,
+                origin: crate::yaml::display_path(&at),
+            });
+        }
+    }
+    // Keep the read-only flag of merged sources consistent in the map.
+    for e in &mut staging.map.entries {
+        if let Some(v) = staging.volumes.iter().find(|v| v.source == e.source) {
+            e.read_only = v.read_only;
+        }
+    }
+
+    // Distinct volumes may neither share a path nor nest inside each other.
+    for (a, va) in staging.volumes.iter().enumerate() {
+        for (b, vb) in staging.volumes.iter().enumerate().skip(a + 1) {
+            let (pa, pb) = (&va.mount_path, &vb.mount_path);
+            let relation = if pa == pb {
+                "the same path"
+            } else if is_under(pb, pa) || is_under(pa, pb) {
+                "nested paths"
+            } else {
+                continue;
+            };
+            let at_b = origins[b].clone();
+            let d = Diagnostic::error(
+                CONFLICT,
+                format!("`{}` and `{}` are different sources on {relation} (`{pa}`, `{pb}`)", va.name, vb.name),
+            )
+            .help("give each source its own path, or mount the same source (same claim or export and subPath) to share one");
+            let d = pin(tree, &at_b, d, &format!("`{}` at `{pb}`", vb.name));
+            let (_, key, first) = tree.deepest(&origins[a]);
+            let span = key.map_or(first.span.clone(), |k| k.span.clone());
+            diags.push(d.secondary(span, format!("`{}` at `{pa}`", va.name)));
+        }
+    }
+    // An alias may name only one source.
+    for (i, e) in staging.map.entries.iter().enumerate() {
+        if let Some(other) = staging.map.entries[..i]
+            .iter()
+            .find(|o| o.producer_path == e.producer_path && o.source != e.source)
+        {
+            diags.push(
+                Diagnostic::error(
+                    CONFLICT,
+                    format!(
+                        "`{}` names two sources: {} and {}",
+                        e.producer_path, other.origin, e.origin
+                    ),
+                )
+                .help("a producer path must land in exactly one place"),
+            );
+        }
+    }
+
+    // resultsDir must land on a writable volume, or be uploaded.
+    let at = ["spec", "resultsDir"].map(|k| Step::Key(k.into()));
+    let results = match staging.map.rewrite(&req.spec.results_dir) {
+        Rewrite::Rewritten(p) => p,
+        _ => req.spec.results_dir.clone(),
+    };
+    let uploaded = storage.s3.as_ref().is_some_and(|s| s.results.is_some());
+    let volume = staging
+        .volumes
+        .iter()
+        .filter(|v| is_under(&results, &v.mount_path))
+        .max_by_key(|v| v.mount_path.len());
+    match volume {
+        Some(v) if matches!(v.source, Source::S3 { .. }) && !uploaded => {
+            let d = Diagnostic::error(
+                crate::request::RESULTS_DIR,
+                format!(
+                    "resultsDir `{results}` is in the staged S3 input `{}`, which is not uploaded",
+                    v.name
+                ),
+            )
+            .help("write results to a writable mount, or upload them with `storage.s3.results`");
+            diags.push(pin(tree, &at, d, "lost with the pod"));
+        }
+        Some(v) if v.read_only && !uploaded => {
+            let d = Diagnostic::error(
+                crate::request::RESULTS_DIR,
+                format!(
+                    "resultsDir `{results}` is on mount `{}`, which is read-only",
+                    v.name
+                ),
+            )
+            .help("write results to a writable mount");
+            diags.push(pin(tree, &at, d, "read-only mount"));
+        }
+        None if !uploaded => {
+            let d = Diagnostic::error(
+                crate::request::RESULTS_DIR,
+                format!("resultsDir `{results}` is on no mount and is not uploaded: results would be lost with the pod"),
+            )
+            .help("put it under a writable mount's `mountPath` (or an alias), or upload it with `storage.s3.results`");
+            diags.push(pin(tree, &at, d, "not on a mount"));
+        }
+        _ => {}
+    }
+    staging.results_volume = volume
+        .filter(|v| !matches!(v.source, Source::S3 { .. }))
+        .map(|v| v.name.clone());
+    if staging.results_volume.is_none() && uploaded {
+        staging.map.entries.push(Entry {
+            producer_path: trim(
+                &storage
+                    .s3
+                    .as_ref()
+                    .and_then(|s| s.results.as_ref())
+                    .map(|r| r.uri.clone())
+                    .unwrap_or_default(),
+            )
+            .to_string(),
+            pod_path: results.clone(),
+            source: Source::EmptyDir,
+            read_only: false,
+            origin: "spec.resultsDir".into(),
+        });
+    }
+    staging.results_dir = results;
+
+    let cmd = &req.spec.command;
+    let (argv, at) = match (&cmd.args, &cmd.config) {
+        (Some(args), _) => (
+            Some(args),
+            ["spec", "command", "args"]
+                .map(|k| Step::Key(k.into()))
+                .to_vec(),
+        ),
+        (None, Some(c)) => (
+            Some(&c.argv),
+            ["spec", "command", "config", "argv"]
+                .map(|k| Step::Key(k.into()))
+                .to_vec(),
+        ),
+        _ => (None, Vec::new()),
+    };
+    staging.argv = argv.map(|argv| rewrite_argv(&staging.map, argv, tree, &at, &mut diags));
+    if let Some(inline) = cmd.config.as_ref().and_then(|c| c.spec_inline.as_ref()) {
+        let mut spec = serde_json::Value::Object(inline.clone());
+        let mut missing = Vec::new();
+        rewrite_spec(&staging.map, &mut spec, &mut Vec::new(), &mut missing);
+        let at: Vec<Step> = ["spec", "command", "config", "specInline"]
+            .map(|k| Step::Key(k.into()))
+            .to_vec();
+        for (path, value) in missing {
+            let mut field = at.clone();
+            field.extend(path);
+            diags.push(uncovered(tree, &field, &value));
+        }
+        staging.spec_inline = Some(spec);
+    }
+    (staging, diags)
+}
+
+/// Rewrite every path in a list of argv values; uncovered logical paths are diagnostics.
+pub fn rewrite_argv(
+    map: &StagingMap,
+    argv: &[String],
+    tree: &Node,
+    at: &[Step],
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<String> {
+    argv.iter()
+        .enumerate()
+        .map(|(i, arg)| match map.rewrite(arg) {
+            Rewrite::Unchanged => arg.clone(),
+            Rewrite::Rewritten(new) => new,
+            Rewrite::Uncovered(path) => {
+                let mut field = at.to_vec();
+                field.push(Step::Index(i));
+                diags.push(uncovered(tree, &field, &path));
+                arg.clone()
+            }
+        })
+        .collect()
+}
+
+/// A logical path no alias covers.
+pub fn uncovered(tree: &Node, field: &[Step], path: &str) -> Diagnostic {
+    let d = Diagnostic::error(
+        UNCOVERED,
+        format!("`{path}` is a logical path that no mount alias covers"),
+    )
+    .help("add it (or a parent) to a mount's `aliases`, or use the in-pod path");
+    pin(tree, field, d, "lands nowhere in the pod")
+}
+
+/// Rewrite every string in a config spec, recursively; the logical paths no alias covers are
+/// collected with where they stand in the spec.
+pub fn rewrite_spec(
+    map: &StagingMap,
+    spec: &mut serde_json::Value,
+    at: &mut Vec<Step>,
+    uncovered: &mut Vec<(Vec<Step>, String)>,
+) {
+    match spec {
+        serde_json::Value::String(s) => match map.rewrite(s) {
+            Rewrite::Rewritten(new) => *s = new,
+            Rewrite::Uncovered(path) => uncovered.push((at.clone(), path)),
+            Rewrite::Unchanged => {}
+        },
+        serde_json::Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                at.push(Step::Index(i));
+                rewrite_spec(map, item, at, uncovered);
+                at.pop();
+            }
+        }
+        serde_json::Value::Object(object) => {
+            for (k, v) in object.iter_mut() {
+                at.push(Step::Key(k.clone()));
+                rewrite_spec(map, v, at, uncovered);
+                at.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> StagingMap {
+        StagingMap {
+            entries: pairs
+                .iter()
+                .map(|(p, q)| Entry {
+                    producer_path: p.to_string(),
+                    pod_path: q.to_string(),
+                    source: Source::EmptyDir,
+                    read_only: false,
+                    origin: String::new(),
+                })
+                .collect(),
+            config: None,
+        }
+    }
+
+    #[test]
+    fn longest_whole_segment_prefix_wins() {
+        let m = map(&[
+            ("/home/alice/data", "/data"),
+            ("/home/alice/data/coco", "/coco"),
+            ("data://coco", "/coco"),
+        ]);
+        let r = |s: &str| m.rewrite(s);
+        assert_eq!(
+            r("/home/alice/data/x.json"),
+            Rewrite::Rewritten("/data/x.json".into())
+        );
+        assert_eq!(
+            r("/home/alice/data/coco/train"),
+            Rewrite::Rewritten("/coco/train".into())
+        );
+        assert_eq!(
+            r("/home/alice/data2/x"),
+            Rewrite::Unchanged,
+            "whole segments only"
+        );
+        assert_eq!(r("/home/alice/data"), Rewrite::Rewritten("/data".into()));
+        assert_eq!(
+            r("results_dir=/home/alice/data/out"),
+            Rewrite::Rewritten("results_dir=/data/out".into())
+        );
+        assert_eq!(r("data://coco/val"), Rewrite::Rewritten("/coco/val".into()));
+        assert_eq!(r("data://cocoa"), Rewrite::Uncovered("data://cocoa".into()));
+        assert_eq!(r("https://example.com/x"), Rewrite::Unchanged);
+        assert_eq!(r("/opt/in/the/image"), Rewrite::Unchanged);
+        assert_eq!(r("-e"), Rewrite::Unchanged);
+        assert_eq!(
+            r("cp /home/alice/data/x y"),
+            Rewrite::Unchanged,
+            "text is not a path"
+        );
+    }
+
+    #[test]
+    fn the_map_round_trips_through_json() {
+        let mut m = map(&[("/a", "/b")]);
+        m.entries[0].source = Source::Nfs {
+            server: "10.0.0.5".into(),
+            path: "/x".into(),
+            sub_path: Some("y".into()),
+        };
+        m.config = Some(StagedConfig {
+            pod_path: "/etc/tao-k8s/config/spec.yaml".into(),
+            sha256: "00".repeat(32),
+            bytes: 3,
+        });
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(
+            json.contains(r#""kind":"nfs","server":"10.0.0.5","path":"/x","subPath":"y""#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<StagingMap>(&json).unwrap(), m);
+    }
+}
