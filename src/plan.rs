@@ -57,6 +57,9 @@ pub const WORK_VOLUME: &str = "tao-k8s-work";
 pub const WORK_DIR: &str = "/etc/tao-k8s/work";
 /// Results that are uploaded but on no mount live in this emptyDir.
 pub const RESULTS_VOLUME: &str = "tao-k8s-results";
+/// What the upload container asks for, when the action sets cpu or memory.
+pub const UPLOAD_CPU: &str = "250m";
+pub const UPLOAD_MEMORY: &str = "512Mi";
 /// The image that copies S3 data in and out, unless the request names one.
 pub const DEFAULT_S3_IMAGE: &str = "amazon/aws-cli:2.17.0";
 /// A ConfigMap holds at most 1 MiB, metadata included: keep room for it.
@@ -500,7 +503,7 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
     let mut volumes = Vec::new();
     let mut init_containers = Vec::new();
     let mut sidecars = Vec::new();
-    for (i, v) in staging.volumes.iter().enumerate() {
+    for v in &staging.volumes {
         let (volume, sub_path) = match &v.source {
             Source::PersistentVolumeClaim {
                 claim_name,
@@ -528,7 +531,7 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
             ),
             Source::S3 { uri } => {
                 let mut fetch = helper(
-                    &format!("fetch-{i}"),
+                    &format!("fetch-{}", init_containers.len()),
                     &s3_image,
                     s3_copy(uri, &v.mount_path),
                     s3_env(),
@@ -678,7 +681,7 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
     if let Some(results) = spec.storage.s3.as_ref().and_then(|s| s.results.as_ref()) {
         // The action runs under a constant wrapper that records its exit code; the uploader
         // waits for it, uploads even after a failure, and the pod succeeds only if both do.
-        let status = format!("{WORK_DIR}/status");
+        let status = WORK_DIR.to_string();
         let mut argv = sh(RUN_ACTION_SCRIPT);
         argv.push("tao-k8s-run".into());
         argv.append(&mut container.command);
@@ -695,11 +698,22 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
         if multi_node {
             env.push(EnvVar::field("NODE_RANK", COMPLETION_INDEX_FIELD));
         }
-        if results.per_rank {
+        if results.per_rank && multi_node {
             env.push(EnvVar::value("TAO_K8S_UPLOAD_PER_RANK", "1"));
         }
         env.extend(s3_env());
         let mut upload = helper(UPLOAD_CONTAINER, &s3_image, sh(UPLOAD_RESULTS_SCRIPT), env);
+        // A regular container adds to the pod's requests: it gets a small share of what the
+        // action sets (so the pod keeps its QoS class), not a copy of it.
+        for (name, small) in [("cpu", UPLOAD_CPU), ("memory", UPLOAD_MEMORY)] {
+            for quantities in [&mut upload.limits, &mut upload.requests] {
+                if quantities.contains_key(name) {
+                    quantities.insert(name.into(), small.into());
+                }
+            }
+        }
+        upload.limits.remove("ephemeral-storage");
+        upload.requests.remove("ephemeral-storage");
         upload.env_from_secret = s3_secret.clone();
         upload
             .volume_mounts
@@ -965,11 +979,8 @@ fn config_map(
             let source = match &opts.spec_file {
                 Some(Ok(source)) => source,
                 Some(Err(why)) => {
-                    let d = Diagnostic::error(
-                        OPTION,
-                        format!("the spec file `{file}` cannot be read: {why}"),
-                    )
-                    .help("`spec` is a path relative to the request file");
+                    let d = Diagnostic::error(OPTION, format!("the spec file `{file}`: {why}"))
+                        .help("`spec` is a path relative to the request file");
                     return Err(vec![pin(tree, &at("spec"), d, "not readable")]);
                 }
                 None => {

@@ -24,11 +24,13 @@ pub const UNCOVERED: &str = "TK041";
 pub enum Source {
     PersistentVolumeClaim {
         claim_name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         sub_path: Option<String>,
     },
     Nfs {
         server: String,
         path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         sub_path: Option<String>,
     },
     S3 {
@@ -73,6 +75,8 @@ pub struct StagingMap {
 pub struct StagedVolume {
     pub name: String,
     pub mount_path: String,
+    /// The path as the request wrote it (`/data/` for `/data`), for messages.
+    pub declared_path: String,
     pub source: Source,
     pub read_only: bool,
     /// For S3 inputs: the emptyDir's size limit.
@@ -198,6 +202,8 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
     let mut staging = Staging::default();
     // (volume index, field of the mount or input that defined it)
     let mut origins: Vec<Vec<Step>> = Vec::new();
+    // (entry index, field) of every alias, to point at the one that clashes.
+    let mut alias_fields: Vec<(usize, Vec<Step>)> = Vec::new();
     let storage = &req.spec.storage;
 
     for (i, m) in storage.mounts.iter().enumerate() {
@@ -218,11 +224,12 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
             staging.volumes.push(StagedVolume {
                 name: m.name.clone(),
                 mount_path: mount_path.clone(),
+                declared_path: m.mount_path.clone(),
                 source: source.clone(),
                 read_only: m.read_only,
                 size_limit: None,
             });
-            origins.push(at.clone());
+            origins.push([at.clone(), vec![Step::Key("mountPath".into())]].concat());
             staging.map.entries.push(Entry {
                 producer_path: mount_path.clone(),
                 pod_path: mount_path,
@@ -237,7 +244,10 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
             .find(|v| v.source == source)
             .map(|v| v.mount_path.clone())
             .unwrap_or_default();
-        for alias in &m.aliases {
+        for (j, alias) in m.aliases.iter().enumerate() {
+            let mut alias_at = at.clone();
+            alias_at.extend([Step::Key("aliases".into()), Step::Index(j)]);
+            alias_fields.push((staging.map.entries.len(), alias_at));
             staging.map.entries.push(Entry {
                 producer_path: trim(alias).to_string(),
                 pod_path: pod_path.clone(),
@@ -254,16 +264,26 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
             staging.volumes.push(StagedVolume {
                 name: format!("tao-k8s-input-{i}"),
                 mount_path: path.clone(),
+                declared_path: input.path.clone(),
                 source: Source::S3 {
                     uri: input.uri.clone(),
                 },
                 read_only: false,
                 size_limit: input.size_limit.as_ref().map(|q| q.0.clone()),
             });
-            origins.push(at.clone());
+            origins.push([at.clone(), vec![Step::Key("path".into())]].concat());
+            // A prefix lands as the directory; one object lands inside it, under its name.
+            let pod_path = match input.uri.ends_with('/') {
+                true => path,
+                false => format!(
+                    "{}/{}",
+                    path.trim_end_matches('/'),
+                    input.uri.rsplit('/').next().unwrap_or_default()
+                ),
+            };
             staging.map.entries.push(Entry {
                 producer_path: trim(&input.uri).to_string(),
-                pod_path: path,
+                pod_path,
                 source: Source::S3 {
                     uri: input.uri.clone(),
                 },
@@ -282,10 +302,12 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
     // Distinct volumes may neither share a path nor nest inside each other.
     for (a, va) in staging.volumes.iter().enumerate() {
         for (b, vb) in staging.volumes.iter().enumerate().skip(a + 1) {
-            let (pa, pb) = (&va.mount_path, &vb.mount_path);
-            let relation = if pa == pb {
+            let (pa, pb) = (&va.declared_path, &vb.declared_path);
+            let relation = if va.mount_path == vb.mount_path {
                 "the same path"
-            } else if is_under(pb, pa) || is_under(pa, pb) {
+            } else if is_under(&vb.mount_path, &va.mount_path)
+                || is_under(&va.mount_path, &vb.mount_path)
+            {
                 "nested paths"
             } else {
                 continue;
@@ -297,30 +319,28 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
             )
             .help("give each source its own path, or mount the same source (same claim or export and subPath) to share one");
             let d = pin(tree, &at_b, d, &format!("`{}` at `{pb}`", vb.name));
-            let (_, key, first) = tree.deepest(&origins[a]);
-            let span = key.map_or(first.span.clone(), |k| k.span.clone());
-            diags.push(d.secondary(span, format!("`{}` at `{pa}`", va.name)));
+            let (_, _, first) = tree.deepest(&origins[a]);
+            diags.push(d.secondary(first.span.clone(), format!("`{}` at `{pa}`", va.name)));
         }
     }
-    // An alias may name only one source.
-    for (i, e) in staging.map.entries.iter().enumerate() {
-        if let Some(other) = staging.map.entries[..i]
+    // An alias may name only one source (mount paths are checked as a layout above).
+    for (i, field) in &alias_fields {
+        let e = &staging.map.entries[*i];
+        if let Some(other) = staging.map.entries[..*i]
             .iter()
             .find(|o| o.producer_path == e.producer_path && o.source != e.source)
         {
-            diags.push(
-                Diagnostic::error(
-                    CONFLICT,
-                    format!(
-                        "`{}` names two sources: {} and {}",
-                        e.producer_path, other.origin, e.origin
-                    ),
-                )
-                .help("a producer path must land in exactly one place"),
-            );
+            let d = Diagnostic::error(
+                CONFLICT,
+                format!(
+                    "`{}` names two sources: {} and {}",
+                    e.producer_path, other.origin, e.origin
+                ),
+            )
+            .help("a producer path must land in exactly one place");
+            diags.push(pin(tree, field, d, "already names another source"));
         }
     }
-
     // resultsDir must land on a writable volume, or be uploaded.
     let at = ["spec", "resultsDir"].map(|k| Step::Key(k.into()));
     let results = match staging.map.rewrite(&req.spec.results_dir) {
@@ -369,21 +389,16 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
     staging.results_volume = volume
         .filter(|v| !matches!(v.source, Source::S3 { .. }))
         .map(|v| v.name.clone());
-    if staging.results_volume.is_none() && uploaded {
+    // The results URI is a producer path too: it is what resultsDir becomes after the upload.
+    if let Some(upload) = storage.s3.as_ref().and_then(|s| s.results.as_ref()) {
         staging.map.entries.push(Entry {
-            producer_path: trim(
-                &storage
-                    .s3
-                    .as_ref()
-                    .and_then(|s| s.results.as_ref())
-                    .map(|r| r.uri.clone())
-                    .unwrap_or_default(),
-            )
-            .to_string(),
+            producer_path: trim(&upload.uri).to_string(),
             pod_path: results.clone(),
-            source: Source::EmptyDir,
+            source: Source::S3 {
+                uri: upload.uri.clone(),
+            },
             read_only: false,
-            origin: "spec.resultsDir".into(),
+            origin: "spec.storage.s3.results".into(),
         });
     }
     staging.results_dir = results;

@@ -91,6 +91,8 @@ enum Open {
         anchor: usize,
         entries: Vec<(Node, Node)>,
         key: Option<Node>,
+        /// Key text -> index in `entries`: duplicate detection stays linear in the map size.
+        seen: HashMap<String, usize>,
     },
 }
 
@@ -164,6 +166,7 @@ pub fn parse(source: &Source, limits: Limits) -> Result<Stream, SyntaxError> {
                         anchor,
                         entries: Vec::new(),
                         key: None,
+                        seen: HashMap::new(),
                     }
                 });
                 None
@@ -203,17 +206,20 @@ pub fn parse(source: &Source, limits: Limits) -> Result<Stream, SyntaxError> {
         match stack.last_mut() {
             None => stream.documents.push(node),
             Some(Open::Seq { items, .. }) => items.push(node),
-            Some(Open::Map { entries, key, .. }) => match key.take() {
+            Some(Open::Map {
+                entries, key, seen, ..
+            }) => match key.take() {
                 None => *key = Some(node),
                 Some(k) => {
                     let name = key_text(&k);
-                    if let Some((first, _)) = entries.iter().find(|(e, _)| key_text(e) == name) {
+                    if let Some(&first) = seen.get(&name) {
                         stream.duplicates.push(DuplicateKey {
                             key: name,
-                            first: first.span.clone(),
+                            first: entries[first].0.span.clone(),
                             second: k.span,
                         });
                     } else {
+                        seen.insert(name, entries.len());
                         entries.push((k, node));
                     }
                 }

@@ -249,3 +249,127 @@ fn schema_version_help_and_completions() {
     assert!(help.contains("kubectl apply -f -") && help.contains("TAO_K8S_NAMESPACE"));
     assert!(stdout_of(tao().args(["completions", "bash"])).contains("tao-k8s"));
 }
+
+#[test]
+fn stage_writes_the_map_and_the_spec_that_render_accepts_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let request = "fixtures/requests/valid/config-file.yaml";
+    let out = tao()
+        .args(["stage", request, "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty(), "stage prints no manifests");
+    let map: Json = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("staging-map.json")).unwrap(),
+    )
+    .unwrap();
+    let spec = std::fs::read_to_string(dir.path().join("spec.yaml")).unwrap();
+    assert!(
+        spec.contains("/data/coco/train2017") && !spec.contains("/home/alice"),
+        "{spec}"
+    );
+    let digest = map["config"]["sha256"].as_str().unwrap();
+
+    // The same file passed back renders, and the ConfigMap holds its bytes unchanged.
+    let staged = dir.path().join("spec.yaml");
+    let docs = documents(&stdout_of(
+        tao()
+            .args(["render", request, "--staged-config"])
+            .arg(&staged),
+    ));
+    assert_eq!(docs[0]["data"]["spec.yaml"], spec);
+    assert_eq!(
+        docs[0]["metadata"]["annotations"]["tao-k8s.io/config-sha256"],
+        digest
+    );
+
+    // A staged file edited after staging is refused.
+    std::fs::write(&staged, spec.replace("num_epochs: 12", "num_epochs: 13")).unwrap();
+    let out = tao()
+        .args(["render", request, "--staged-config"])
+        .arg(&staged)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("it changed after staging"));
+}
+
+#[test]
+fn render_writes_the_staging_map_beside_the_manifests() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("map.json");
+    let docs = documents(&stdout_of(
+        tao()
+            .args([
+                "render",
+                "fixtures/requests/valid/staging-aliases.yaml",
+                "--staging-map",
+            ])
+            .arg(&file),
+    ));
+    assert_eq!(docs[0]["kind"], "Job");
+    let map: Json = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let alias = map["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["producerPath"] == "data://coco")
+        .unwrap();
+    assert_eq!(alias["podPath"], "/data/coco");
+    assert_eq!(
+        alias["source"],
+        serde_json::json!({"kind": "persistentVolumeClaim", "claimName": "tao-data", "subPath": "coco"})
+    );
+
+    // Nothing is written when the request is refused.
+    let missing = dir.path().join("never.json");
+    let out = tao()
+        .args([
+            "render",
+            "fixtures/requests/invalid/uncovered-logical-path.yaml",
+            "--staging-map",
+        ])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!missing.exists());
+}
+
+#[test]
+fn a_spec_over_the_configmap_limit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let request =
+        std::fs::read_to_string(format!("{ROOT}/fixtures/requests/valid/config-file.yaml"))
+            .unwrap();
+    std::fs::write(
+        dir.path().join("request.yaml"),
+        request.replace("../specs/dino-train.yaml", "big.yaml"),
+    )
+    .unwrap();
+    let big: String = (0..40_000)
+        .map(|i| format!("key_{i}: /data/coco/train2017/{i:08}.jpg\n"))
+        .collect();
+    assert!(big.len() > 1024 * 1024);
+    std::fs::write(dir.path().join("big.yaml"), big).unwrap();
+    let out = tao()
+        .args(["render"])
+        .arg(dir.path().join("request.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("more than a ConfigMap holds") && stderr.contains("PVC"),
+        "{stderr}"
+    );
+}

@@ -5,10 +5,19 @@ use tao_k8s::plan::Options;
 use tao_k8s::render::Templates;
 use tao_k8s::source::Source;
 
+/// Compile a fixture as the CLI does: a spec file it names is read relative to it.
 fn compile(path: &std::path::Path) -> tao_k8s::Compiled {
     let text = std::fs::read_to_string(path).unwrap();
     let source = Source::new(path.file_name().unwrap().to_string_lossy(), text);
-    match tao_k8s::compile(&source, &Options::default(), Templates::embedded()) {
+    let spec_file = tao_k8s::request::config_spec_path(&source).map(|spec| {
+        let file = path.parent().unwrap().join(&spec);
+        Ok(Source::new(spec, std::fs::read_to_string(file).unwrap()))
+    });
+    let opts = Options {
+        spec_file,
+        ..Options::default()
+    };
+    match tao_k8s::compile(&source, &opts, Templates::embedded()) {
         Ok(c) => c,
         Err(e) => panic!("{} does not compile: {e:#?}", path.display()),
     }
@@ -21,6 +30,17 @@ fn valid_requests_render() {
         assert!(compiled.warnings.is_empty(), "{:#?}", compiled.warnings);
         insta::assert_snapshot!(compiled.yaml);
     });
+}
+
+/// Where every producer path lands, for the requests whose storage is the point.
+#[test]
+fn staging_maps() {
+    for pattern in ["config-*.yaml", "staging-*.yaml", "tier-c*.yaml"] {
+        insta::glob!("../fixtures/requests/valid", pattern, |path| {
+            let map = compile(path).plan.staging_map;
+            insta::assert_snapshot!(serde_json::to_string_pretty(&map).unwrap());
+        });
+    }
 }
 
 #[test]
