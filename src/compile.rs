@@ -56,16 +56,58 @@ pub fn compile(
     })?;
     let rendered = render::render_all(&plan, templates).map_err(|d| Failure::Output(vec![d]))?;
     let objects = verify(&rendered).map_err(Failure::Output)?;
-    let yaml = rendered
+    let yaml: String = rendered
         .iter()
         .map(|r| format!("---\n{}", r.text))
         .collect();
+    lint_output(&yaml).map_err(Failure::Output)?;
     Ok(Compiled {
         plan,
         objects,
         yaml,
         warnings: loaded.warnings,
     })
+}
+
+/// Code of rendered output that fails the project's own lint.
+pub const LINTED_OUTPUT: &str = "TK092";
+
+/// The project's own lint over what it renders: an error-level finding refuses the render, so
+/// a template author's mistake cannot reach kubectl. (The strict schemas ran in `verify`.)
+fn lint_output(yaml: &str) -> Result<(), Vec<Diagnostic>> {
+    let source = Source::new("rendered manifests", yaml);
+    let selection = crate::lint::Selection {
+        select: Vec::new(),
+        ignore: vec!["strict-schema".into()],
+    };
+    let found = crate::lint::lint(&source, &selection).map_err(|e| {
+        vec![Diagnostic::error(
+            INVALID_OUTPUT,
+            format!("rendered output is not YAML: {e}"),
+        )]
+    })?;
+    let errors: Vec<Diagnostic> = found
+        .into_iter()
+        .filter(|r| r.diagnostic.is_error())
+        .map(|r| {
+            Diagnostic::error(
+                LINTED_OUTPUT,
+                format!(
+                    "the rendered {} fails {}: {} (line {} of the output)",
+                    r.object.unwrap_or_default(),
+                    r.diagnostic.code,
+                    r.diagnostic.message,
+                    r.line
+                ),
+            )
+            .help("a template produced this; fix the template (or the rule, if the rule is wrong)")
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
 
 /// Parse every rendered object back and validate it strictly.

@@ -18,6 +18,7 @@
 
 pub mod compile;
 pub mod diag;
+pub mod lint;
 pub mod names;
 pub mod plan;
 pub mod quantity;

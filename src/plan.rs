@@ -1068,7 +1068,7 @@ fn spec_from_file(
     map: &StagingMap,
     tree: &crate::yaml::Node,
     at: &[Step],
-) -> Result<serde_json::Value, Vec<Diagnostic>> {
+) -> Result<crate::yaml::Node, Vec<Diagnostic>> {
     let fail = |message: String| {
         let d = Diagnostic::error(OPTION, format!("spec file `{}`: {message}", source.name()));
         vec![pin(tree, at, d, "this file")]
@@ -1084,7 +1084,7 @@ fn spec_from_file(
     let [document] = stream.documents.as_slice() else {
         return Err(fail("expected exactly one YAML document".into()));
     };
-    let mut spec = document.to_json();
+    let mut spec = document.clone();
     let mut missing = Vec::new();
     crate::staging::rewrite_spec(map, &mut spec, &mut Vec::new(), &mut missing);
     if !missing.is_empty() {

@@ -5,6 +5,7 @@
 
 use crate::diag::Diagnostic;
 use crate::plan::Plan;
+use minijinja::value::ValueKind;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 use serde_json::Value as Json;
 use std::sync::LazyLock;
@@ -64,10 +65,9 @@ impl Templates {
         );
         env.set_formatter(|out, state, value| {
             if matches!(state.auto_escape(), AutoEscape::Json) {
-                let json = serde_json::to_value(value).map_err(|e| {
-                    minijinja::Error::new(minijinja::ErrorKind::BadSerialization, e.to_string())
-                })?;
-                out.write_str(&yaml_json(&json))?;
+                let mut text = String::new();
+                write_value(&mut text, value)?;
+                out.write_str(&text)?;
                 Ok(())
             } else {
                 minijinja::escape_formatter(out, state, value)
@@ -123,6 +123,43 @@ fn template_error(e: minijinja::Error) -> Diagnostic {
         format!("template error: {place}{}{detail}", e.kind()),
     )
     .help("this is a bug in the template; check the template against the Plan's fields")
+}
+
+/// A template value as flow JSON, in the order the Plan's fields and maps have (a toleration
+/// reads `key, operator, value, effect`, as people write it).
+fn write_value(out: &mut String, value: &Value) -> Result<(), minijinja::Error> {
+    match value.kind() {
+        ValueKind::String => write_str(out, value.as_str().unwrap_or_default()),
+        ValueKind::Seq | ValueKind::Iterable => {
+            out.push('[');
+            for (i, item) in value.try_iter()?.enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_value(out, &item)?;
+            }
+            out.push(']');
+        }
+        ValueKind::Map => {
+            out.push('{');
+            for (i, key) in value.try_iter()?.enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_str(out, &key.to_string());
+                out.push_str(": ");
+                write_value(out, &value.get_item(&key)?)?;
+            }
+            out.push('}');
+        }
+        _ => {
+            let json = serde_json::to_value(value).map_err(|e| {
+                minijinja::Error::new(minijinja::ErrorKind::BadSerialization, e.to_string())
+            })?;
+            write_json(out, &json);
+        }
+    }
+    Ok(())
 }
 
 /// A value as flow JSON that every YAML parser reads back exactly: JSON string escapes, plus

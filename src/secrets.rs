@@ -64,6 +64,10 @@ fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("secrets.rs patterns are valid")
 }
 
+/// All shapes at once: one pass tells which of them can match at all.
+static SHAPE_SET: LazyLock<regex::RegexSet> = LazyLock::new(|| {
+    regex::RegexSet::new(SHAPES.iter().map(|s| s.1)).expect("secrets.rs patterns are valid")
+});
 static SHAPE_RES: LazyLock<Vec<Regex>> = LazyLock::new(|| SHAPES.iter().map(|s| re(s.1)).collect());
 static PEM_BEGIN: LazyLock<Regex> =
     LazyLock::new(|| re(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"));
@@ -136,6 +140,12 @@ fn finding((kind, what): Shape, range: Range<usize>) -> Finding {
 /// `HF_TOKEN=hf_…` is one "huggingface-token" finding.
 pub fn scan_text(text: &str) -> Vec<Finding> {
     let mut out = Vec::new();
+    // Every shape needs a token of 12 or more characters, a URL password (`@`) or a PEM
+    // block: most strings of a manifest (names, short values) have none, and skip the regexes.
+    let longest = text.split_whitespace().map(str::len).max().unwrap_or(0);
+    if longest < 12 && !text.contains('@') && !text.contains("-----") {
+        return out;
+    }
     for begin in PEM_BEGIN.find_iter(text) {
         // Through the END line, or to the end of a truncated text.
         let end = PEM_END.find_at(text, begin.end());
@@ -153,7 +163,8 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
             }
         }
     }
-    for ((shape, _), re) in SHAPES.iter().zip(SHAPE_RES.iter()) {
+    for i in SHAPE_SET.matches(text).iter() {
+        let ((shape, _), re) = (&SHAPES[i], &SHAPE_RES[i]);
         for c in re.captures_iter(text) {
             let m = c
                 .name("s")
@@ -168,7 +179,10 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
     // set aws_secret_access_key …`, `"SecretAccessKey": …`): AWS-heavy text is full of 40-char
     // CamelCase names and paths, so "aws" alone is not enough.
     let aws_secret = |m: &regex::Match| is_aws_secret(m.as_str()) && !m.as_str().starts_with('/');
-    for m in RUN.find_iter(text).filter(aws_secret) {
+    for m in RUN
+        .find_iter(text)
+        .filter(|m| longest >= 40 && aws_secret(m))
+    {
         let mut from = m.start().saturating_sub(80);
         while !text.is_char_boundary(from) {
             from += 1;
@@ -178,7 +192,12 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
             push(&mut out, finding(AWS_SECRET, m.range()));
         }
     }
-    for (re, is_flag) in [(&*ASSIGN, false), (&*FLAG, true)] {
+    let assignments = text.contains(['=', ':']);
+    let flags = text.contains("--");
+    for (re, is_flag) in [(&*ASSIGN, false), (&*FLAG, true)]
+        .into_iter()
+        .filter(|(_, f)| if *f { flags } else { assignments })
+    {
         let mut at = 0;
         while let Some(c) = re.captures_at(text, at) {
             let group = |i| c.get(i).expect("name and separator always participate");
@@ -306,6 +325,10 @@ fn is_aws_secret(v: &str) -> bool {
 
 /// The name rule for one assignment; `base` is the byte offset of `value` in the scanned text.
 fn name_rule(name: &str, value: &str, base: usize) -> Option<Finding> {
+    // Every outcome below needs 12 characters or more: skip the name's words for short values.
+    if value.trim().trim_matches(['"', '\'']).len() < 12 {
+        return None;
+    }
     let words = name_words(name);
     let has = |w: &str| words.iter().any(|x| x == w);
     if !words.iter().any(|w| listed(SECRET_WORDS, w))

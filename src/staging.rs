@@ -6,7 +6,7 @@
 
 use crate::diag::Diagnostic;
 use crate::request::{ActionRequest, Mount, is_under, pin};
-use crate::yaml::{Node, Step};
+use crate::yaml::{Node, Step, Value};
 use serde::{Deserialize, Serialize};
 
 /// Code of storage layouts Kubernetes would refuse or that lose data.
@@ -94,8 +94,8 @@ pub struct Staging {
     pub results_volume: Option<String>,
     /// `command.args` (args mode) or `command.config.argv` (config mode), rewritten.
     pub argv: Option<Vec<String>>,
-    /// `command.config.specInline`, rewritten.
-    pub spec_inline: Option<serde_json::Value>,
+    /// `command.config.specInline`, rewritten, in the order it was written.
+    pub spec_inline: Option<Node>,
 }
 
 /// What a path in a request value became.
@@ -420,13 +420,16 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
         _ => (None, Vec::new()),
     };
     staging.argv = argv.map(|argv| rewrite_argv(&staging.map, argv, tree, &at, &mut diags));
-    if let Some(inline) = cmd.config.as_ref().and_then(|c| c.spec_inline.as_ref()) {
-        let mut spec = serde_json::Value::Object(inline.clone());
+    let at: Vec<Step> = ["spec", "command", "config", "specInline"]
+        .map(|k| Step::Key(k.into()))
+        .to_vec();
+    if let Some((_, inline)) = tree
+        .lookup(&at)
+        .filter(|_| cmd.config.as_ref().is_some_and(|c| c.spec_inline.is_some()))
+    {
+        let mut spec = inline.clone();
         let mut missing = Vec::new();
         rewrite_spec(&staging.map, &mut spec, &mut Vec::new(), &mut missing);
-        let at: Vec<Step> = ["spec", "command", "config", "specInline"]
-            .map(|k| Step::Key(k.into()))
-            .to_vec();
         for (path, value) in missing {
             let mut field = at.clone();
             field.extend(path);
@@ -474,26 +477,26 @@ pub fn uncovered(tree: &Node, field: &[Step], path: &str) -> Diagnostic {
 /// collected with where they stand in the spec.
 pub fn rewrite_spec(
     map: &StagingMap,
-    spec: &mut serde_json::Value,
+    spec: &mut Node,
     at: &mut Vec<Step>,
     uncovered: &mut Vec<(Vec<Step>, String)>,
 ) {
-    match spec {
-        serde_json::Value::String(s) => match map.rewrite(s) {
+    match &mut spec.value {
+        Value::Str(s) => match map.rewrite(s) {
             Rewrite::Rewritten(new) => *s = new,
             Rewrite::Uncovered(path) => uncovered.push((at.clone(), path)),
             Rewrite::Unchanged => {}
         },
-        serde_json::Value::Array(items) => {
+        Value::Seq(items) => {
             for (i, item) in items.iter_mut().enumerate() {
                 at.push(Step::Index(i));
                 rewrite_spec(map, item, at, uncovered);
                 at.pop();
             }
         }
-        serde_json::Value::Object(object) => {
-            for (k, v) in object.iter_mut() {
-                at.push(Step::Key(k.clone()));
+        Value::Map(entries) => {
+            for (k, v) in entries.iter_mut() {
+                at.push(Step::Key(crate::yaml::key_text(k)));
                 rewrite_spec(map, v, at, uncovered);
                 at.pop();
             }

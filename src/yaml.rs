@@ -16,7 +16,7 @@ use std::collections::HashMap;
 pub struct Limits {
     /// Deepest nesting of mappings and sequences.
     pub max_depth: usize,
-    /// Most nodes in all documents, counting every node an alias copies.
+    /// Most nodes in one document, counting every node an alias copies.
     pub max_nodes: usize,
     /// Most documents in one stream.
     pub max_documents: usize,
@@ -98,11 +98,34 @@ enum Open {
 
 /// Parse every document of `source`.
 pub fn parse(source: &Source, limits: Limits) -> Result<Stream, SyntaxError> {
+    let mut documents = Vec::new();
+    let mut stream = parse_each(source, limits, &mut |doc, _| documents.push(doc))?;
+    stream.documents = documents;
+    Ok(stream)
+}
+
+/// Parse a stream one document at a time: each is handed to `on_document` (with the YAML 1.1
+/// boolean spans found so far) as soon as it is complete, so a long stream is never held
+/// whole. The returned stream has the duplicates and spans, and no documents.
+pub fn parse_each(
+    source: &Source,
+    limits: Limits,
+    on_document: &mut dyn FnMut(Node, &[Span]),
+) -> Result<Stream, SyntaxError> {
     let mut stream = Stream::default();
     let mut stack: Vec<Open> = Vec::new();
     let mut anchors: HashMap<usize, Node> = HashMap::new();
     let mut nodes = 0usize;
-    let at = |m: saphyr_parser::Marker| source.offset(m.line(), m.col());
+    let mut documents = 0usize;
+    // Markers count characters; in ASCII text (nearly every manifest) that is the byte offset.
+    let ascii = source.text().is_ascii();
+    let at = |m: saphyr_parser::Marker| {
+        if ascii {
+            m.index().min(source.text().len())
+        } else {
+            source.offset(m.line(), m.col())
+        }
+    };
     for event in Parser::new_from_str(source.text()) {
         let (event, span) = event.map_err(|e| {
             let pos = at(*e.marker());
@@ -115,13 +138,15 @@ pub fn parse(source: &Source, limits: Limits) -> Result<Stream, SyntaxError> {
         let complete = match event {
             Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => None,
             Event::DocumentStart(_) => {
-                if stream.documents.len() >= limits.max_documents {
+                if documents >= limits.max_documents {
                     return Err(SyntaxError {
                         message: format!("more than {} documents", limits.max_documents),
                         span: start..start,
                     });
                 }
+                // Anchors and the node budget are per document: a bomb is one document.
                 anchors.clear();
+                nodes = 0;
                 None
             }
             Event::Alias(id) => {
@@ -204,7 +229,10 @@ pub fn parse(source: &Source, limits: Limits) -> Result<Stream, SyntaxError> {
             anchors.insert(anchor, node.clone());
         }
         match stack.last_mut() {
-            None => stream.documents.push(node),
+            None => {
+                documents += 1;
+                on_document(node, &stream.yaml11_booleans);
+            }
             Some(Open::Seq { items, .. }) => items.push(node),
             Some(Open::Map {
                 entries, key, seen, ..
@@ -416,6 +444,34 @@ impl Node {
             Value::Str(_) => "a string",
             Value::Seq(_) => "a sequence",
             Value::Map(_) => "a mapping",
+        }
+    }
+}
+
+/// Serialized in document order (a config spec is written back as its author ordered it).
+impl serde::Serialize for Node {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match &self.value {
+            Value::Null => s.serialize_unit(),
+            Value::Bool(b) => s.serialize_bool(*b),
+            Value::Int(i) => s.serialize_i64(*i),
+            Value::Float(f) => s.serialize_f64(*f),
+            Value::Str(t) => s.serialize_str(t),
+            Value::Seq(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Value::Map(entries) => {
+                let mut map = s.serialize_map(Some(entries.len()))?;
+                for (k, v) in entries {
+                    map.serialize_entry(&key_text(k), v)?;
+                }
+                map.end()
+            }
         }
     }
 }

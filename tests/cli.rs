@@ -373,3 +373,23 @@ fn a_spec_over_the_configmap_limit_is_refused() {
         "{stderr}"
     );
 }
+
+#[test]
+fn render_refuses_output_that_fails_its_own_lint() {
+    // A template author's mistake: a credential-looking annotation on the Job.
+    let out = render_with_job_template(|t| {
+        t.replacen(
+            "  labels:\n",
+            "  annotations:\n    ci.example.com/token: \"ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE\"\n  labels:\n",
+            1,
+        )
+    });
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("TK092") && stderr.contains("TK101"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("FAKEFAKE"), "masked: {stderr}");
+}

@@ -1,6 +1,7 @@
 //! The command line: clap definitions (their doc comments are the help), file and stdin
 //! reading, output, and exit codes: 0 clean, 1 refused input or findings, 2 usage or I/O error.
 
+mod lint;
 mod report;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
@@ -14,7 +15,7 @@ use tao_k8s::{Failure, request};
 
 /// Exit codes.
 const REFUSED: u8 = 1;
-const USAGE: u8 = 2;
+pub(crate) const USAGE: u8 = 2;
 
 /// Compile NVIDIA TAO action requests into validated Kubernetes manifests, offline.
 #[derive(Parser)]
@@ -94,6 +95,44 @@ request compiles and every object passes its strict schema.")]
         #[arg(short, long)]
         namespace: Option<String>,
     },
+    /// Lint Kubernetes YAML: credentials inline, strict schemas, GPU-job rules.
+    #[command(after_help = "Examples:
+  tao-k8s lint manifests/
+  helm template chart/ | tao-k8s lint -
+  tao-k8s lint --select redaction --format github k8s/
+  tao-k8s lint --format sarif deploy/ > tao-k8s.sarif
+
+Suppress a rule on one object with the annotation `tao-k8s.io/ignore: \"TK310 # why\"`.
+Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O or unparsable YAML.")]
+    Lint {
+        /// Files, directories (searched for *.yaml and *.yml, skipping templates/), or `-`.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value_t = lint::LintFormat::Text)]
+        format: lint::LintFormat,
+        /// Only these rules: codes, names or groups (redaction, schema, gpu), comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        select: Vec<String>,
+        /// Not these rules: codes, names or groups, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        ignore: Vec<String>,
+        /// The lowest severity that makes the run fail.
+        #[arg(long, value_enum, default_value_t = lint::FailOn::Error)]
+        fail_on: lint::FailOn,
+        /// Exit 0 whatever is found (still 2 for usage, I/O or unparsable YAML).
+        #[arg(long)]
+        exit_zero: bool,
+    },
+    /// List the lint rules.
+    Rules {
+        #[arg(long, value_enum, default_value_t = lint::LintFormat::Text)]
+        format: lint::LintFormat,
+    },
+    /// Explain a lint rule: what it checks, why it matters, an example, the fix.
+    Explain {
+        /// A rule code (TK101) or name (inline-credential).
+        rule: String,
+    },
     /// Print the JSON Schema (draft-07) of action requests, for editors and validators.
     Schema,
     /// Print a shell completion script.
@@ -164,6 +203,19 @@ pub fn run() -> ExitCode {
             };
             render(&out, &request, Format::Yaml, opts, None, &files)
         }
+        Command::Lint {
+            paths,
+            format,
+            select,
+            ignore,
+            fail_on,
+            exit_zero,
+        } => {
+            let selection = tao_k8s::lint::Selection { select, ignore };
+            lint::run(&out, &paths, format, &selection, fail_on, exit_zero)
+        }
+        Command::Rules { format } => lint::rules(format),
+        Command::Explain { rule } => lint::explain(&rule),
         Command::Schema => emit(&request::schema_text()),
         Command::Completions { shell } => {
             let mut buf = Vec::new();
@@ -280,7 +332,7 @@ fn render(
 }
 
 /// Print to stdout; a closed pipe is not an error worth a panic.
-fn emit(text: &str) -> ExitCode {
+pub(crate) fn emit(text: &str) -> ExitCode {
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
@@ -309,7 +361,7 @@ fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
 }
 
 /// A file, or stdin for `-`, as a named source.
-fn read_source(path: &Path) -> Result<Source, String> {
+pub(crate) fn read_source(path: &Path) -> Result<Source, String> {
     let mut bytes = Vec::new();
     let name = if path == Path::new("-") {
         std::io::stdin()

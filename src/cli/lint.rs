@@ -1,0 +1,331 @@
+//! `tao-k8s lint`, `rules` and `explain`: file discovery, the four output formats (text code
+//! frames, JSON lines, SARIF 2.1.0, GitHub workflow annotations) and the exit code.
+
+use super::report::Reporter;
+use super::{USAGE, emit, read_source};
+use clap::ValueEnum;
+use serde_json::{Value as Json, json};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use tao_k8s::diag::Severity;
+use tao_k8s::lint::{Reported, Selection, registry};
+use tao_k8s::source::Source;
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LintFormat {
+    Text,
+    Json,
+    Sarif,
+    Github,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum FailOn {
+    Warning,
+    Error,
+}
+
+/// The `*.yaml`/`*.yml` files under the given paths, sorted; `templates/` folders (Jinja,
+/// Helm) are skipped, since they are not YAML until rendered.
+fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path == Path::new("-") || path.is_file() {
+            files.push(path.clone());
+        } else if path.is_dir() {
+            walk(path, &mut files)?;
+        } else {
+            return Err(format!(
+                "cannot read {}: no such file or directory",
+                path.display()
+            ));
+        }
+    }
+    Ok(files)
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for path in entries {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if path.is_dir() {
+            if name != "templates" && !name.starts_with('.') {
+                walk(&path, files)?;
+            }
+        } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Run the lint; the exit code follows `--fail-on` and `--exit-zero`.
+pub fn run(
+    out: &Reporter,
+    paths: &[PathBuf],
+    format: LintFormat,
+    selection: &Selection,
+    fail_on: FailOn,
+    exit_zero: bool,
+) -> ExitCode {
+    if let [unknown, ..] = selection.unknown()[..] {
+        eprintln!("error: `{unknown}` is no rule code, rule name or group (see `tao-k8s rules`)");
+        return ExitCode::from(USAGE);
+    }
+    let files = match discover(paths) {
+        Ok(f) => f,
+        Err(message) => return out.io_error(&message),
+    };
+    let mut reports: Vec<(Source, Vec<Reported>)> = Vec::new();
+    let mut broken = false;
+    for file in &files {
+        let source = match read_source(file) {
+            Ok(s) => s,
+            Err(message) => return out.io_error(&message),
+        };
+        match tao_k8s::lint::lint(&source, selection) {
+            Ok(found) => reports.push((source, found)),
+            Err(e) => {
+                let (line, col) = source.line_col(e.span.start);
+                eprintln!(
+                    "error: {}:{line}:{col}: not valid YAML: {}",
+                    source.name(),
+                    e.message
+                );
+                broken = true;
+            }
+        }
+    }
+    let threshold = match fail_on {
+        FailOn::Warning => Severity::Warning,
+        FailOn::Error => Severity::Error,
+    };
+    let failing = reports
+        .iter()
+        .flat_map(|(_, r)| r)
+        .any(|r| r.diagnostic.severity >= threshold);
+    let text = match format {
+        LintFormat::Text => {
+            for (source, found) in &reports {
+                for r in found {
+                    let mut d = r.diagnostic.clone();
+                    if let Some(object) = &r.object {
+                        d.message = format!("{} [{object}]", d.message);
+                    }
+                    eprintln!("{}\n", out.render(Some(source), &d));
+                }
+            }
+            let count = |s: Severity| {
+                reports
+                    .iter()
+                    .flat_map(|(_, r)| r)
+                    .filter(|r| r.diagnostic.severity == s)
+                    .count()
+            };
+            eprintln!(
+                "{} error(s), {} warning(s) in {} file(s)",
+                count(Severity::Error),
+                count(Severity::Warning),
+                reports.len()
+            );
+            String::new()
+        }
+        LintFormat::Json => reports
+            .iter()
+            .flat_map(|(source, found)| {
+                found
+                    .iter()
+                    .map(move |r| json_line(source, r).to_string() + "\n")
+            })
+            .collect(),
+        LintFormat::Sarif => {
+            serde_json::to_string_pretty(&sarif(&reports)).expect("JSON serializes") + "\n"
+        }
+        LintFormat::Github => reports
+            .iter()
+            .flat_map(|(source, found)| found.iter().map(move |r| github(source, r)))
+            .collect(),
+    };
+    let printed = emit(&text);
+    if broken {
+        ExitCode::from(USAGE)
+    } else if printed != ExitCode::SUCCESS {
+        printed
+    } else if failing && !exit_zero {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn rule_name(code: &str) -> &'static str {
+    registry::find(code).map_or("", |r| r.meta().name)
+}
+
+fn json_line(source: &Source, r: &Reported) -> Json {
+    json!({
+        "code": r.diagnostic.code,
+        "name": rule_name(r.diagnostic.code),
+        "severity": r.diagnostic.severity,
+        "message": r.diagnostic.message,
+        "help": r.diagnostic.help,
+        "file": source.name(),
+        "line": r.line,
+        "column": r.column,
+        "object": r.object,
+        "path": r.json_path,
+    })
+}
+
+fn level(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Note => "note",
+    }
+}
+
+/// A repository-relative URI with forward slashes, as code scanning expects.
+fn uri(name: &str) -> String {
+    name.trim_start_matches("./").replace('\\', "/")
+}
+
+/// SARIF 2.1.0: the rules described once in the driver, one result per finding.
+pub fn sarif(reports: &[(Source, Vec<Reported>)]) -> Json {
+    let rules: Vec<Json> = registry::RULES
+        .iter()
+        .map(|r| {
+            let m = r.meta();
+            let doc = m.doc_text();
+            let summary = doc
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("What it checks:")
+                .trim()
+                .to_string();
+            json!({
+                "id": m.code,
+                "name": m.name,
+                "shortDescription": {"text": summary},
+                "fullDescription": {"text": doc.trim()},
+                "help": {"text": doc.trim()},
+                "defaultConfiguration": {"level": level(m.severity)},
+                "properties": {"tags": [m.group.name()]},
+            })
+        })
+        .collect();
+    let results: Vec<Json> = reports
+        .iter()
+        .flat_map(|(source, found)| {
+            found.iter().map(move |r| {
+                let mut result = json!({
+                    "ruleId": r.diagnostic.code,
+                    "level": level(r.diagnostic.severity),
+                    "message": {"text": r.diagnostic.message},
+                    "locations": [{
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": uri(source.name())},
+                            "region": {"startLine": r.line, "startColumn": r.column},
+                        },
+                    }],
+                });
+                if let Some(i) = registry::RULES
+                    .iter()
+                    .position(|x| x.meta().code == r.diagnostic.code)
+                {
+                    result["ruleIndex"] = json!(i);
+                }
+                result
+            })
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "tao-k8s",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            }},
+            "results": results,
+        }],
+    })
+}
+
+/// `::error file=…,line=…,col=…,title=…::message`, escaped as GitHub's workflow commands want.
+fn github(source: &Source, r: &Reported) -> String {
+    let data = |s: &str| {
+        s.replace('%', "%25")
+            .replace('\r', "%0D")
+            .replace('\n', "%0A")
+    };
+    let prop = |s: &str| data(s).replace(':', "%3A").replace(',', "%2C");
+    let kind = match r.diagnostic.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Note => "notice",
+    };
+    let title = format!("{} {}", r.diagnostic.code, rule_name(r.diagnostic.code));
+    format!(
+        "::{kind} file={},line={},col={},title={}::{}\n",
+        prop(&uri(source.name())),
+        r.line,
+        r.column,
+        prop(title.trim()),
+        data(&r.diagnostic.message)
+    )
+}
+
+/// `tao-k8s rules`.
+pub fn rules(format: LintFormat) -> ExitCode {
+    let text = match format {
+        LintFormat::Json => {
+            let all: Vec<_> = registry::RULES.iter().map(|r| r.meta()).collect();
+            serde_json::to_string_pretty(&all).expect("JSON serializes") + "\n"
+        }
+        _ => registry::RULES
+            .iter()
+            .map(|r| {
+                let m = r.meta();
+                format!(
+                    "{}  {:<22} {:<9} {}\n",
+                    m.code,
+                    m.name,
+                    m.group.name(),
+                    level(m.severity)
+                )
+            })
+            .collect(),
+    };
+    emit(&text)
+}
+
+/// `tao-k8s explain CODE`.
+pub fn explain(code: &str) -> ExitCode {
+    match registry::find(code) {
+        Some(r) => {
+            let m = r.meta();
+            emit(&format!(
+                "{} {} ({}, {})\n\n{}\n",
+                m.code,
+                m.name,
+                m.group.name(),
+                level(m.severity),
+                m.doc_text().trim()
+            ))
+        }
+        None => {
+            eprintln!("error: no rule `{code}` (see `tao-k8s rules`)");
+            ExitCode::from(USAGE)
+        }
+    }
+}

@@ -1,0 +1,468 @@
+//! `tao-k8s lint`: rules over any Kubernetes YAML (ours, hand-written or from Helm). A rule
+//! is one file in `rules/`, registered in `registry.rs`; it sees one document at a time (or
+//! the whole stream, for rules that relate objects) and reports findings at spanned nodes.
+//! Findings are diagnostics: the CLI renders them as text, JSON, SARIF or GitHub annotations.
+
+pub mod registry;
+pub mod rules;
+
+use crate::diag::{Diagnostic, Severity};
+use crate::source::{Source, Span};
+use crate::yaml::{self, Node, Step, Value, display_path};
+use serde::Serialize;
+
+/// The families of rules, selectable by name (`--select redaction`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Group {
+    Redaction,
+    Schema,
+    Gpu,
+}
+
+impl Group {
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Redaction => "redaction",
+            Group::Schema => "schema",
+            Group::Gpu => "gpu",
+        }
+    }
+}
+
+/// What a rule is, for `rules`, `explain`, `--select` and SARIF.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Meta {
+    pub code: &'static str,
+    pub name: &'static str,
+    pub group: Group,
+    pub severity: Severity,
+    /// The rule's doc comment: What it checks / Why it matters / Example / Fix.
+    pub doc: &'static str,
+}
+
+impl Meta {
+    /// The doc comment as text: `///` leaves one space at the start of every line.
+    pub fn doc_text(&self) -> String {
+        self.doc
+            .lines()
+            .map(|l| l.strip_prefix(' ').unwrap_or(l))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Declare a rule: its doc comment becomes `tao-k8s explain` text.
+#[macro_export]
+macro_rules! rule {
+    ($(#[doc = $doc:expr])* $vis:vis struct $name:ident { code: $code:expr, name: $kebab:expr, group: $group:ident, severity: $sev:ident $(,)? }) => {
+        $(#[doc = $doc])*
+        $vis struct $name;
+        impl $name {
+            pub const META: $crate::lint::Meta = $crate::lint::Meta {
+                code: $code,
+                name: $kebab,
+                group: $crate::lint::Group::$group,
+                severity: $crate::diag::Severity::$sev,
+                doc: concat!($($doc, "\n"),*),
+            };
+        }
+    };
+}
+
+/// One object of a stream, with what rules usually want to know about it.
+pub struct Document<'a> {
+    pub source: &'a Source,
+    pub root: &'a Node,
+    pub api_version: &'a str,
+    pub kind: &'a str,
+    pub name: &'a str,
+    pub namespace: Option<&'a str>,
+    /// Plain scalars YAML 1.1 tools read as booleans (`no`, `on`), by span.
+    pub yaml11_booleans: &'a [Span],
+}
+
+impl Document<'_> {
+    /// `kind/namespace/name`, for messages and reports.
+    pub fn label(&self) -> String {
+        match self.namespace {
+            Some(ns) => format!("{}/{ns}/{}", self.kind, self.name),
+            None => format!("{}/{}", self.kind, self.name),
+        }
+    }
+
+    /// The node at a path of keys and indexes.
+    pub fn at(&self, path: &[Step]) -> Option<&Node> {
+        self.root.lookup(path).map(|(_, n)| n)
+    }
+
+    /// The pod spec of a Pod, or of the template of a Job, Deployment or StatefulSet.
+    pub fn pod_spec_path(&self) -> Option<Vec<Step>> {
+        let keys: &[&str] = match self.kind {
+            "Pod" => &["spec"],
+            "Job" | "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => {
+                &["spec", "template", "spec"]
+            }
+            "CronJob" => &["spec", "jobTemplate", "spec", "template", "spec"],
+            _ => return None,
+        };
+        let path: Vec<Step> = keys.iter().map(|k| Step::Key(k.to_string())).collect();
+        self.at(&path).is_some().then_some(path)
+    }
+}
+
+/// A rule's report about one node.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    pub message: String,
+    pub help: Option<String>,
+    /// Where in the document (a JSON path: `spec.template.spec.containers[0].env[3].value`).
+    pub path: Vec<Step>,
+    /// The node it is about.
+    pub span: Span,
+}
+
+/// A rule.
+pub trait Rule: Sync {
+    fn meta(&self) -> &'static Meta;
+    /// Findings in one document.
+    fn check(&self, _doc: &Document, _out: &mut Vec<Finding>) {}
+    /// Findings about how documents of one stream relate (a Job and its Service), reported
+    /// with the index (in `docs`) of the document they are about.
+    fn check_stream(&self, _docs: &[Document], _out: &mut Vec<(usize, Finding)>) {}
+    /// For `check_stream`: the parts of a document to keep until the stream ends (paths from
+    /// the root; `apiVersion`, `kind` and `metadata` are always kept). Documents no rule keeps
+    /// are dropped as soon as they are checked, so a long stream is never held whole.
+    fn keeps(&self, _doc: &Document) -> Vec<Vec<Step>> {
+        Vec::new()
+    }
+}
+
+/// A finding with its rule and document, ready to report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reported {
+    pub diagnostic: Diagnostic,
+    /// `kind/namespace/name` of the document.
+    pub object: Option<String>,
+    /// The JSON path of the node in its document.
+    pub json_path: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+/// Code of a suppression that suppresses nothing.
+pub const UNUSED_SUPPRESSION: &str = "TK001";
+/// Code of a document skipped because its kind is unknown.
+pub const UNKNOWN_KIND: &str = "TK002";
+/// The annotation that suppresses codes on one object: `"TK101,TK305 # why"`.
+pub const IGNORE_ANNOTATION: &str = "tao-k8s.io/ignore";
+
+/// Which rules run.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Codes, kebab names or groups; empty = all.
+    pub select: Vec<String>,
+    pub ignore: Vec<String>,
+}
+
+fn matches(meta: &Meta, names: &[String]) -> bool {
+    names
+        .iter()
+        .any(|n| n == meta.code || n == meta.name || n == meta.group.name())
+}
+
+impl Selection {
+    /// The rules this selection runs, in registry order.
+    pub fn rules(&self) -> Vec<&'static dyn Rule> {
+        registry::RULES
+            .iter()
+            .copied()
+            .filter(|r| self.select.is_empty() || matches(r.meta(), &self.select))
+            .filter(|r| !matches(r.meta(), &self.ignore))
+            .collect()
+    }
+
+    /// Names in `--select`/`--ignore` that match no rule, code or group.
+    pub fn unknown(&self) -> Vec<&str> {
+        self.select
+            .iter()
+            .chain(&self.ignore)
+            .filter(|n| {
+                !registry::RULES
+                    .iter()
+                    .any(|r| matches(r.meta(), std::slice::from_ref(n)))
+            })
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+impl<'a> Document<'a> {
+    /// A Kubernetes object (a mapping with `apiVersion` and `kind`), or `None`.
+    pub fn new(
+        source: &'a Source,
+        root: &'a Node,
+        yaml11_booleans: &'a [Span],
+    ) -> Option<Document<'a>> {
+        let text = |node: Option<&'a Node>| match node.map(|n| &n.value) {
+            Some(Value::Str(s)) => Some(s.as_str()),
+            _ => None,
+        };
+        let meta = |key: &str| text(root.get("metadata").and_then(|m| m.get(key)));
+        Some(Document {
+            source,
+            root,
+            api_version: text(root.get("apiVersion"))?,
+            kind: text(root.get("kind"))?,
+            name: meta("name").or(meta("generateName")).unwrap_or(""),
+            namespace: meta("namespace"),
+            yaml11_booleans,
+        })
+    }
+}
+
+/// A copy of `node` with only the subtrees on `paths` (and the nodes leading to them).
+fn prune(node: &Node, paths: &[&[Step]]) -> Node {
+    if paths.iter().any(|p| p.is_empty()) {
+        return node.clone();
+    }
+    let value = match &node.value {
+        Value::Map(entries) => Value::Map(
+            entries
+                .iter()
+                .filter_map(|(k, v)| {
+                    let key = yaml::key_text(k);
+                    let rest: Vec<&[Step]> = paths
+                        .iter()
+                        .filter_map(|p| match p.split_first() {
+                            Some((Step::Key(first), rest)) if *first == key => Some(rest),
+                            _ => None,
+                        })
+                        .collect();
+                    (!rest.is_empty()).then(|| (k.clone(), prune(v, &rest)))
+                })
+                .collect(),
+        ),
+        Value::Seq(items) => Value::Seq(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    let rest: Vec<&[Step]> = paths
+                        .iter()
+                        .filter_map(|p| match p.split_first() {
+                            Some((Step::Index(j), rest)) if *j == i => Some(rest),
+                            _ => None,
+                        })
+                        .collect();
+                    prune(item, &rest)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    };
+    Node {
+        value,
+        span: node.span.clone(),
+    }
+}
+
+/// Lint every document of one source, one document at a time. `Err` when the text is not YAML.
+pub fn lint(source: &Source, selection: &Selection) -> Result<Vec<Reported>, yaml::SyntaxError> {
+    let rules = selection.rules();
+    let schema_checked = rules
+        .iter()
+        .any(|r| r.meta().code == rules::StrictSchema::META.code);
+    let mut out = Vec::new();
+    // Per document: its label and suppressions; findings carry the document's index.
+    let mut labels: Vec<String> = Vec::new();
+    let mut suppressed: Vec<(usize, Vec<String>, Span)> = Vec::new();
+    let mut findings: Vec<(usize, &'static Meta, Finding)> = Vec::new();
+    let mut kept: Vec<(usize, Node)> = Vec::new();
+    let always: Vec<Vec<Step>> = ["apiVersion", "kind", "metadata"]
+        .iter()
+        .map(|k| vec![Step::Key(k.to_string())])
+        .collect();
+    let stream = yaml::parse_each(source, yaml::Limits::default(), &mut |node, yaml11| {
+        let Some(doc) = Document::new(source, &node, yaml11) else {
+            if !matches!(node.value, Value::Null) {
+                out.push(note(source, &node, "a document without `apiVersion` and `kind` is not a Kubernetes object: skipped"));
+            }
+            return;
+        };
+        let index = labels.len();
+        labels.push(doc.label());
+        if schema_checked && crate::schema::validator_for(doc.api_version, doc.kind).is_none() {
+            out.push(note(
+                source,
+                &node,
+                &format!(
+                    "kind {}/{} has no known schema: its schema is not checked",
+                    doc.api_version, doc.kind
+                ),
+            ));
+        }
+        for rule in &rules {
+            let mut found = Vec::new();
+            rule.check(&doc, &mut found);
+            findings.extend(found.into_iter().map(|f| (index, rule.meta(), f)));
+        }
+        if let Some((codes, at)) = suppressions(&doc) {
+            suppressed.push((index, codes, at.span.clone()));
+        }
+        let mut paths: Vec<Vec<Step>> = rules.iter().flat_map(|r| r.keeps(&doc)).collect();
+        if !paths.is_empty() {
+            paths.extend(always.iter().cloned());
+            let paths: Vec<&[Step]> = paths.iter().map(Vec::as_slice).collect();
+            kept.push((index, prune(&node, &paths)));
+        }
+    })?;
+    let docs: Vec<Document> = kept
+        .iter()
+        .filter_map(|(_, node)| Document::new(source, node, &stream.yaml11_booleans))
+        .collect();
+    for rule in &rules {
+        let mut found = Vec::new();
+        rule.check_stream(&docs, &mut found);
+        findings.extend(found.into_iter().map(|(j, f)| (kept[j].0, rule.meta(), f)));
+    }
+    if rules
+        .iter()
+        .any(|r| r.meta().code == rules::DuplicateKey::META.code)
+    {
+        for d in &stream.duplicates {
+            let (line, column) = source.line_col(d.second.start);
+            let diagnostic = Diagnostic::error(
+                rules::DuplicateKey::META.code,
+                format!("duplicate key `{}`: kubectl refuses it", d.key),
+            )
+            .primary(d.second.clone(), "defined again here")
+            .secondary(d.first.clone(), "first defined here")
+            .help("keep one of them");
+            out.push(Reported {
+                diagnostic,
+                object: None,
+                json_path: String::new(),
+                line,
+                column,
+            });
+        }
+    }
+
+    // Per-object suppressions, and the ones that suppress nothing.
+    for (i, codes, span) in &suppressed {
+        for code in codes {
+            if !findings.iter().any(|(j, m, _)| j == i && m.code == code) {
+                let d = Diagnostic::warning(
+                    UNUSED_SUPPRESSION,
+                    format!(
+                        "`{IGNORE_ANNOTATION}` suppresses {code}, which reports nothing on {}",
+                        labels[*i]
+                    ),
+                )
+                .primary(span.clone(), "nothing to suppress")
+                .help("remove it, so that stale suppressions do not pile up");
+                let (line, column) = source.line_col(span.start);
+                out.push(Reported {
+                    diagnostic: d,
+                    object: Some(labels[*i].clone()),
+                    json_path: String::new(),
+                    line,
+                    column,
+                });
+            }
+        }
+        findings.retain(|(j, m, _)| j != i || !codes.iter().any(|c| c == m.code));
+    }
+
+    for (i, meta, f) in findings {
+        let (line, column) = source.line_col(f.span.start);
+        let json_path = display_path(&f.path);
+        let diagnostic = Diagnostic {
+            code: meta.code,
+            severity: meta.severity,
+            message: f.message,
+            help: f.help,
+            path: Some(json_path.clone()),
+            labels: Vec::new(),
+        }
+        .primary(f.span, meta.name);
+        out.push(Reported {
+            diagnostic,
+            object: Some(labels[i].clone()),
+            json_path,
+            line,
+            column,
+        });
+    }
+    out.sort_by_key(|r| (r.line, r.column, r.diagnostic.code));
+    Ok(out)
+}
+
+fn note(source: &Source, node: &Node, message: &str) -> Reported {
+    let (line, column) = source.line_col(node.span.start);
+    let mut diagnostic = Diagnostic::warning(UNKNOWN_KIND, message);
+    diagnostic.severity = Severity::Note;
+    Reported {
+        diagnostic: diagnostic.primary(node.span.clone(), "this document"),
+        object: None,
+        json_path: String::new(),
+        line,
+        column,
+    }
+}
+
+/// The codes an object's `tao-k8s.io/ignore` annotation names, and the annotation's node.
+fn suppressions<'a>(doc: &Document<'a>) -> Option<(Vec<String>, &'a Node)> {
+    let node = doc
+        .root
+        .get("metadata")?
+        .get("annotations")?
+        .get(IGNORE_ANNOTATION)?;
+    let Value::Str(text) = &node.value else {
+        return None;
+    };
+    let codes = text.split('#').next().unwrap_or_default();
+    Some((
+        codes
+            .split(',')
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .collect(),
+        node,
+    ))
+}
+
+/// Walk every scalar string of a tree with its path and the key that holds it.
+pub fn walk_strings<'a>(
+    node: &'a Node,
+    path: &mut Vec<Step>,
+    f: &mut dyn FnMut(&[Step], &'a Node, &'a str),
+) {
+    match &node.value {
+        Value::Str(s) => f(path, node, s),
+        Value::Seq(items) => {
+            for (i, item) in items.iter().enumerate() {
+                path.push(Step::Index(i));
+                walk_strings(item, path, f);
+                path.pop();
+            }
+        }
+        Value::Map(entries) => {
+            for (k, v) in entries {
+                path.push(Step::Key(yaml::key_text(k)));
+                walk_strings(v, path, f);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Steps from dotted keys: `steps("spec.template.spec")`.
+pub fn steps(dotted: &str) -> Vec<Step> {
+    dotted
+        .split('.')
+        .map(|k| Step::Key(k.to_string()))
+        .collect()
+}

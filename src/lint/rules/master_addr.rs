@@ -1,0 +1,149 @@
+use crate::lint::{Document, Finding, Meta, Rule, steps};
+use crate::names::is_dns1123_label;
+use crate::yaml::{Step, Value};
+
+crate::rule! {
+    /// What it checks: in an Indexed Job whose pod template sets `subdomain`, the `MASTER_ADDR`
+    /// env value of every container and init container, when written in the manifest. It must
+    /// be the hostname Kubernetes gives pod 0, `<job-name>-0.<subdomain>`, optionally followed
+    /// by `.<namespace>` or `.<namespace>.svc.<cluster-domain>`. Values from `valueFrom`, values
+    /// that expand `$(VAR)`, and `localhost` in a one-pod Job are not findings.
+    ///
+    /// Why it matters: every node rendezvouses on `MASTER_ADDR`. Any other name is a host that
+    /// may not exist, so the pods wait for a rendezvous that never comes, or, with TAO's
+    /// entrypoint, every node trains alone, writing to the same results.
+    ///
+    /// Example: Job `dino-train` with `subdomain: dino-train` and
+    /// `MASTER_ADDR: dino-train-master`, or `dino-train-0` without the subdomain.
+    ///
+    /// Fix: set `MASTER_ADDR` to `dino-train-0.dino-train` (and keep a headless Service named
+    /// like the subdomain, selecting the Job's pods).
+    pub struct MasterAddr {
+        code: "TK307",
+        name: "master-addr",
+        group: Gpu,
+        severity: Error,
+    }
+}
+
+impl Rule for MasterAddr {
+    fn meta(&self) -> &'static Meta {
+        &Self::META
+    }
+
+    fn check(&self, doc: &Document, out: &mut Vec<Finding>) {
+        let text = |path: &str| match doc.at(&steps(path)).map(|n| &n.value) {
+            Some(Value::Str(s)) => Some(s.as_str()),
+            _ => None,
+        };
+        if doc.kind != "Job" || text("spec.completionMode") != Some("Indexed") {
+            return;
+        }
+        let (Some(job), Some(pod)) = (text("metadata.name"), doc.pod_spec_path()) else {
+            return;
+        };
+        let Some(spec) = doc.at(&pod) else {
+            return;
+        };
+        let Some(Value::Str(subdomain)) = spec.get("subdomain").map(|n| &n.value) else {
+            return;
+        };
+        let one_pod = matches!(
+            doc.at(&steps("spec.completions")).map(|n| &n.value),
+            None | Some(Value::Int(..=1))
+        );
+        let host = format!("{job}-0.{subdomain}");
+        for field in ["initContainers", "containers"] {
+            let Some(Value::Seq(containers)) = spec.get(field).map(|n| &n.value) else {
+                continue;
+            };
+            for (i, container) in containers.iter().enumerate() {
+                let Some(Value::Seq(env)) = container.get("env").map(|n| &n.value) else {
+                    continue;
+                };
+                for (j, var) in env.iter().enumerate() {
+                    let named = |n: &str| matches!(var.get("name").map(|v| &v.value), Some(Value::Str(s)) if s == n);
+                    let Some(value) = var.get("value").filter(|_| named("MASTER_ADDR")) else {
+                        continue;
+                    };
+                    let Value::Str(addr) = &value.value else {
+                        continue;
+                    };
+                    if addr.contains("$(")
+                        || names_pod_zero(addr, &host, doc.namespace)
+                        || (one_pod && matches!(addr.as_str(), "localhost" | "127.0.0.1" | "::1"))
+                    {
+                        continue;
+                    }
+                    let name = match container.get("name").map(|n| &n.value) {
+                        Some(Value::Str(s)) => s.as_str(),
+                        _ => "?",
+                    };
+                    let mut path = pod.clone();
+                    path.extend([
+                        Step::Key(field.into()),
+                        Step::Index(i),
+                        Step::Key("env".into()),
+                        Step::Index(j),
+                        Step::Key("value".into()),
+                    ]);
+                    out.push(Finding {
+                        message: format!(
+                            "{}: MASTER_ADDR of container `{name}` is `{addr}`, but pod 0 of this Indexed Job is `{host}`",
+                            doc.label()
+                        ),
+                        help: Some(format!(
+                            "set it to `{host}` (or `{host}.<namespace>.svc.cluster.local`), the hostname Kubernetes gives pod 0"
+                        )),
+                        path,
+                        span: value.span.clone(),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// `host`, `host.<namespace>`, or `host.<namespace>.svc[.<cluster-domain>]`.
+fn names_pod_zero(addr: &str, host: &str, namespace: Option<&str>) -> bool {
+    let addr = addr.to_ascii_lowercase();
+    let Some(rest) = addr.strip_prefix(host) else {
+        return false;
+    };
+    let Some(rest) = rest.strip_prefix('.') else {
+        return rest.is_empty();
+    };
+    let (ns, tail) = rest.split_once('.').unwrap_or((rest, ""));
+    let ns_ok = namespace.map_or(is_dns1123_label(ns), |n| n == ns);
+    ns_ok && (tail.is_empty() || tail == "svc" || tail.starts_with("svc."))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_pod_zero;
+
+    #[test]
+    fn pod_zero_names() {
+        let host = "j-0.j";
+        for ok in [
+            "j-0.j",
+            "J-0.J",
+            "j-0.j.ns",
+            "j-0.j.ns.svc",
+            "j-0.j.ns.svc.cluster.local",
+        ] {
+            assert!(names_pod_zero(ok, host, Some("ns")), "{ok}");
+        }
+        assert!(names_pod_zero("j-0.j.other.svc", host, None));
+        for bad in [
+            "j-0",
+            "j-0.jj",
+            "j-0.j.other",
+            "j-0.j.ns.cluster.local",
+            "j-0.j.ns.svcx",
+            "j-1.j",
+        ] {
+            assert!(!names_pod_zero(bad, host, Some("ns")), "{bad}");
+        }
+    }
+}

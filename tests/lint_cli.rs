@@ -1,0 +1,270 @@
+//! `tao-k8s lint`, `rules` and `explain` as CI and pre-commit hooks call them: exit codes,
+//! directory walking, stdin, suppressions, and the four output formats.
+
+use assert_cmd::Command;
+use serde_json::Value as Json;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const CREDENTIALS: &str = "fixtures/lint/inline-credential/fail.yaml";
+
+fn tao(args: &[&str]) -> std::process::Output {
+    Command::cargo_bin("tao-k8s")
+        .unwrap()
+        .current_dir(ROOT)
+        .arg("--color=never")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn code(out: &std::process::Output) -> Option<i32> {
+    out.status.code()
+}
+
+#[test]
+fn exit_codes_follow_findings_and_flags() {
+    assert_eq!(
+        code(&tao(&["lint", "fixtures/lint-cli/tree/clean.yaml"])),
+        Some(0)
+    );
+    assert_eq!(code(&tao(&["lint", CREDENTIALS])), Some(1));
+    assert_eq!(code(&tao(&["lint", "--exit-zero", CREDENTIALS])), Some(0));
+    let warnings = "fixtures/lint-cli/tree/nested/warning-only.yml";
+    assert_eq!(
+        code(&tao(&["lint", warnings])),
+        Some(0),
+        "warnings do not fail by default"
+    );
+    assert_eq!(
+        code(&tao(&["lint", "--fail-on", "warning", warnings])),
+        Some(1)
+    );
+    assert_eq!(
+        code(&tao(&["lint", "fixtures/lint-cli/broken.yaml"])),
+        Some(2)
+    );
+    assert_eq!(code(&tao(&["lint", "no/such/dir"])), Some(2));
+    assert_eq!(
+        code(&tao(&["lint", "--select", "no-such-rule", CREDENTIALS])),
+        Some(2)
+    );
+    let broken = tao(&["lint", "fixtures/lint-cli/broken.yaml"]);
+    assert!(
+        String::from_utf8_lossy(&broken.stderr).contains("fixtures/lint-cli/broken.yaml:4:"),
+        "{}",
+        String::from_utf8_lossy(&broken.stderr)
+    );
+}
+
+#[test]
+fn directories_are_walked_without_templates_and_stdin_works() {
+    let out = tao(&[
+        "lint",
+        "--format",
+        "json",
+        "--fail-on",
+        "warning",
+        "fixtures/lint-cli/tree",
+    ]);
+    assert_eq!(
+        code(&out),
+        Some(1),
+        "the warning in nested/ was found: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Json>(l).unwrap()["file"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert!(
+        files.iter().all(|f| f.ends_with("nested/warning-only.yml")),
+        "{files:?}"
+    );
+
+    let text = std::fs::read_to_string(format!("{ROOT}/{CREDENTIALS}")).unwrap();
+    let out = Command::cargo_bin("tao-k8s")
+        .unwrap()
+        .args(["lint", "--format", "json", "-"])
+        .write_stdin(text)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(r#""file":"<stdin>""#));
+}
+
+#[test]
+fn select_and_ignore_take_codes_names_and_groups() {
+    let count = |args: &[&str]| String::from_utf8(tao(args).stdout).unwrap().lines().count();
+    let all = count(&["lint", "--format", "json", "fixtures/lint"]);
+    let redaction = count(&[
+        "lint",
+        "--format",
+        "json",
+        "--select",
+        "redaction",
+        "fixtures/lint",
+    ]);
+    let by_code = count(&[
+        "lint",
+        "--format",
+        "json",
+        "--select",
+        "TK101,TK102",
+        "fixtures/lint",
+    ]);
+    let by_name = count(&[
+        "lint",
+        "--format",
+        "json",
+        "--select",
+        "inline-credential,secret-data",
+        "fixtures/lint",
+    ]);
+    let ignored = count(&[
+        "lint",
+        "--format",
+        "json",
+        "--ignore",
+        "redaction",
+        "fixtures/lint",
+    ]);
+    assert!(redaction > 0 && redaction < all);
+    assert_eq!(by_code, redaction);
+    assert_eq!(by_name, redaction);
+    assert_eq!(ignored + redaction, all);
+}
+
+#[test]
+fn suppressions_work_and_stale_ones_are_reported() {
+    let out = tao(&[
+        "lint",
+        "--format",
+        "json",
+        "fixtures/lint-cli/suppressed.yaml",
+    ]);
+    let lines: Vec<Json> = String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["code"], "TK001");
+    assert_eq!(lines[0]["severity"], "warning");
+    assert_eq!(lines[0]["object"], "ConfigMap/stale");
+    assert_eq!(code(&out), Some(0), "a stale suppression is a warning");
+}
+
+#[test]
+fn json_lines_carry_file_position_object_and_path() {
+    let out = tao(&["lint", "--format", "json", CREDENTIALS]);
+    let first: Json = serde_json::from_str(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(first["code"], "TK101");
+    assert_eq!(first["name"], "inline-credential");
+    assert_eq!(first["severity"], "error");
+    assert_eq!(first["file"], CREDENTIALS);
+    assert_eq!(
+        (first["line"].as_u64(), first["column"].as_u64()),
+        (Some(7), Some(27))
+    );
+    assert_eq!(first["object"], "Job/leaky");
+    assert_eq!(
+        first["path"],
+        r#"metadata.annotations["ci.example.com/token"]"#
+    );
+}
+
+#[test]
+fn no_format_prints_a_credential() {
+    let planted = [
+        "FAKEFAKEFAKE0000",
+        "FAKEFAKEFAKEFAKE",
+        "fAkEfAkE",
+        "FAKE/fake+FAKE0",
+    ];
+    for format in ["text", "json", "sarif", "github"] {
+        let out = tao(&["lint", "--format", format, CREDENTIALS]);
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for p in planted {
+            assert!(!all.contains(p), "{format} printed {p}");
+        }
+    }
+}
+
+#[test]
+fn sarif_has_what_code_scanning_reads() {
+    let out = tao(&["lint", "--format", "sarif", CREDENTIALS]);
+    let sarif: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    let run = &sarif["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "tao-k8s");
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    assert!(
+        rules
+            .iter()
+            .all(|r| r["id"].is_string() && r["shortDescription"]["text"].is_string())
+    );
+    let results = run["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    for r in results {
+        let index = r["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(rules[index]["id"], r["ruleId"]);
+        assert!(matches!(
+            r["level"].as_str(),
+            Some("error" | "warning" | "note")
+        ));
+        assert!(r["message"]["text"].is_string());
+        let location = &r["locations"][0]["physicalLocation"];
+        assert_eq!(location["artifactLocation"]["uri"], CREDENTIALS);
+        assert!(location["region"]["startLine"].as_u64().unwrap() >= 1);
+        assert!(location["region"]["startColumn"].as_u64().unwrap() >= 1);
+    }
+    // The results, without the rule texts (checked above), as a reviewed snapshot.
+    insta::assert_json_snapshot!(run["results"]);
+}
+
+#[test]
+fn github_annotations_are_escaped() {
+    let out = tao(&[
+        "lint",
+        "--format",
+        "github",
+        "fixtures/lint/duplicate-key/fail.yaml",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text, "::error file=fixtures/lint/duplicate-key/fail.yaml,line=8,col=3,title=TK202 duplicate-key::duplicate key `mode`%3A kubectl refuses it\n".replace("%3A", ":"));
+}
+
+#[test]
+fn rules_and_explain() {
+    let rules: Json = serde_json::from_slice(&tao(&["rules", "--format", "json"]).stdout).unwrap();
+    assert!(
+        rules
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["code"] == "TK101" && r["group"] == "redaction")
+    );
+    let text = String::from_utf8(tao(&["explain", "inline-credential"]).stdout).unwrap();
+    assert!(
+        text.starts_with("TK101 inline-credential (redaction, error)\n\nWhat it checks:"),
+        "{text}"
+    );
+    assert_eq!(code(&tao(&["explain", "TK999"])), Some(2));
+}
