@@ -67,6 +67,14 @@ impl Rule for HeadlessService {
 
     fn check_stream(&self, docs: &[Document], out: &mut Vec<(usize, Finding)>) {
         let mut seen = HashSet::new();
+        // Services by name: one pass, so a long stream stays linear.
+        let mut by_name: std::collections::HashMap<&str, Vec<usize>> =
+            std::collections::HashMap::new();
+        for (j, s) in docs.iter().enumerate() {
+            if s.kind == "Service" && s.api_version == "v1" {
+                by_name.entry(s.name).or_default().push(j);
+            }
+        }
         for (i, job) in docs.iter().enumerate() {
             let Some((job_path, spec)) = job_spec(job) else {
                 continue;
@@ -85,15 +93,14 @@ impl Rule for HeadlessService {
             if !is_indexed(spec) {
                 continue;
             }
-            let services: Vec<usize> = (0..docs.len())
+            let services: Vec<usize> = by_name
+                .get(subdomain.as_str())
+                .into_iter()
+                .flatten()
+                .copied()
                 .filter(|&j| {
                     let s = &docs[j];
-                    s.kind == "Service"
-                        && s.api_version == "v1"
-                        && s.name == subdomain
-                        && (s.namespace.is_none()
-                            || job.namespace.is_none()
-                            || s.namespace == job.namespace)
+                    s.namespace.is_none() || job.namespace.is_none() || s.namespace == job.namespace
                 })
                 .collect();
             if services.is_empty() {
