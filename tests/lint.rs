@@ -103,3 +103,30 @@ fn unknown_selections_are_named() {
             .all(|r| r.meta().group == tao_k8s::lint::Group::Redaction)
     );
 }
+
+/// What a user sees for each rule's failing fixture: the text report, as `tao-k8s lint` prints it.
+#[test]
+fn text_reports_of_every_failing_fixture() {
+    for rule in registry::RULES {
+        let meta = rule.meta();
+        let fail = format!("fixtures/lint/{}/fail.yaml", meta.name);
+        let out = assert_cmd::Command::cargo_bin("tao-k8s")
+            .unwrap()
+            .current_dir(ROOT)
+            .args([
+                "--color=never",
+                "lint",
+                "--exit-zero",
+                "--select",
+                meta.code,
+                &fail,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        insta::assert_snapshot!(
+            format!("text-{}", meta.name),
+            String::from_utf8(out.stderr).unwrap()
+        );
+    }
+}

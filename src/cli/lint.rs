@@ -116,7 +116,11 @@ pub fn run(
             for (source, found) in &reports {
                 for r in found {
                     let mut d = r.diagnostic.clone();
-                    if let Some(object) = &r.object {
+                    if let Some(object) = r
+                        .object
+                        .as_ref()
+                        .filter(|o| !d.message.contains(o.as_str()))
+                    {
                         d.message = format!("{} [{object}]", d.message);
                     }
                     eprintln!("{}\n", out.render(Some(source), &d));

@@ -43,7 +43,7 @@ impl Rule for SecretData {
                 }
                 let name = crate::yaml::key_text(key);
                 out.push(Finding {
-                    message: format!("Secret {} holds `{name}` in the manifest (`{}`)", doc.label(), secrets::mask(text)),
+                    message: format!("{} holds `{name}` in the manifest (`{}`)", doc.label(), secrets::mask(text)),
                     help: Some("create the Secret at deploy time from the environment instead of committing its values".into()),
                     path: vec![Step::Key(field.into()), Step::Key(name)],
                     span: value.span.clone(),
