@@ -3,6 +3,7 @@
 //! the whole stream, for rules that relate objects) and reports findings at spanned nodes.
 //! Findings are diagnostics: the CLI renders them as text, JSON, SARIF or GitHub annotations.
 
+pub mod pods;
 pub mod registry;
 pub mod rules;
 

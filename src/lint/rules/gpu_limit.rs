@@ -1,4 +1,4 @@
-use super::unpinned_image::{ALL_CONTAINERS, container_name, containers, scalar_text};
+use crate::lint::pods::{ALL_CONTAINERS, container_name, containers, scalar_text};
 use crate::lint::{Document, Finding, Meta, Rule};
 use crate::quantity;
 use crate::yaml::{Node, Step, Value, key_text};

@@ -1,5 +1,4 @@
-use super::indexed_job_shm::{is_indexed, job_spec};
-use super::unpinned_image::scalar_text;
+use crate::lint::pods::{is_indexed, job_spec, scalar_text};
 use crate::lint::{Document, Finding, Meta, Rule, steps};
 use crate::yaml::{Node, Step, Value, key_text};
 use std::collections::HashSet;

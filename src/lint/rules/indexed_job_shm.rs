@@ -1,4 +1,4 @@
-use super::unpinned_image::{container_name, containers};
+use crate::lint::pods::{container_name, containers, is_indexed, job_spec};
 use crate::lint::{Document, Finding, Meta, Rule, steps};
 use crate::yaml::{Node, Step, Value, key_text};
 
@@ -141,23 +141,4 @@ fn uses_gpu(container: &Node) -> bool {
     });
     nvidia
         || matches!(resources.get("claims").map(|n| &n.value), Some(Value::Seq(c)) if !c.is_empty())
-}
-
-/// The Job spec of a `batch` Job, or of a CronJob's Job template, with its path.
-pub(super) fn job_spec<'a>(doc: &Document<'a>) -> Option<(Vec<Step>, &'a Node)> {
-    if !doc.api_version.starts_with("batch/") {
-        return None;
-    }
-    let path = match doc.kind {
-        "Job" => steps("spec"),
-        "CronJob" => steps("spec.jobTemplate.spec"),
-        _ => return None,
-    };
-    let (_, spec) = doc.root.lookup(&path)?;
-    Some((path, spec))
-}
-
-/// Whether a Job spec has `completionMode: Indexed`.
-pub(super) fn is_indexed(spec: &Node) -> bool {
-    matches!(spec.get("completionMode").map(|n| &n.value), Some(Value::Str(m)) if m == "Indexed")
 }

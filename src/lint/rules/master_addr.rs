@@ -1,6 +1,7 @@
+use crate::lint::pods::env_values;
 use crate::lint::{Document, Finding, Meta, Rule, steps};
 use crate::names::is_dns1123_label;
-use crate::yaml::{Step, Value};
+use crate::yaml::Value;
 
 crate::rule! {
     /// What it checks: in an Indexed Job whose pod template sets `subdomain`, the `MASTER_ADDR`
@@ -53,53 +54,29 @@ impl Rule for MasterAddr {
             None | Some(Value::Int(..=1))
         );
         let host = format!("{job}-0.{subdomain}");
-        for field in ["initContainers", "containers"] {
-            let Some(Value::Seq(containers)) = spec.get(field).map(|n| &n.value) else {
+        for env in env_values(doc) {
+            let Value::Str(addr) = &env.value.value else {
                 continue;
             };
-            for (i, container) in containers.iter().enumerate() {
-                let Some(Value::Seq(env)) = container.get("env").map(|n| &n.value) else {
-                    continue;
-                };
-                for (j, var) in env.iter().enumerate() {
-                    let named = |n: &str| matches!(var.get("name").map(|v| &v.value), Some(Value::Str(s)) if s == n);
-                    let Some(value) = var.get("value").filter(|_| named("MASTER_ADDR")) else {
-                        continue;
-                    };
-                    let Value::Str(addr) = &value.value else {
-                        continue;
-                    };
-                    if addr.contains("$(")
-                        || names_pod_zero(addr, &host, doc.namespace)
-                        || (one_pod && matches!(addr.as_str(), "localhost" | "127.0.0.1" | "::1"))
-                    {
-                        continue;
-                    }
-                    let name = match container.get("name").map(|n| &n.value) {
-                        Some(Value::Str(s)) => s.as_str(),
-                        _ => "?",
-                    };
-                    let mut path = pod.clone();
-                    path.extend([
-                        Step::Key(field.into()),
-                        Step::Index(i),
-                        Step::Key("env".into()),
-                        Step::Index(j),
-                        Step::Key("value".into()),
-                    ]);
-                    out.push(Finding {
-                        message: format!(
-                            "{}: MASTER_ADDR of container `{name}` is `{addr}`, but pod 0 of this Indexed Job is `{host}`",
-                            doc.label()
-                        ),
-                        help: Some(format!(
-                            "set it to `{host}` (or `{host}.<namespace>.svc.cluster.local`), the hostname Kubernetes gives pod 0"
-                        )),
-                        path,
-                        span: value.span.clone(),
-                    });
-                }
+            if env.name != "MASTER_ADDR"
+                || addr.contains("$(")
+                || names_pod_zero(addr, &host, doc.namespace)
+                || (one_pod && matches!(addr.as_str(), "localhost" | "127.0.0.1" | "::1"))
+            {
+                continue;
             }
+            out.push(Finding {
+                message: format!(
+                    "{}: MASTER_ADDR of container `{}` is `{addr}`, but pod 0 of this Indexed Job is `{host}`",
+                    doc.label(),
+                    env.container
+                ),
+                help: Some(format!(
+                    "set it to `{host}` (or `{host}.<namespace>.svc.cluster.local`), the hostname Kubernetes gives pod 0"
+                )),
+                path: env.path,
+                span: env.value.span.clone(),
+            });
         }
     }
 }

@@ -1,5 +1,6 @@
+use crate::lint::pods::{ALL_CONTAINERS, container_name, containers};
 use crate::lint::{Document, Finding, Meta, Rule};
-use crate::yaml::{Node, Step, Value};
+use crate::yaml::{Step, Value};
 
 crate::rule! {
     /// What it checks: the `image` of every container and init container (Pods, Jobs,
@@ -74,54 +75,6 @@ fn unpinned(image: &str) -> Option<&'static str> {
         }
         Some((_, "latest")) => Some("tagged `:latest`, which moves between pulls"),
         Some(_) => None,
-    }
-}
-
-/// The lists [`containers`] reads: init containers and main containers.
-pub(super) const ALL_CONTAINERS: &[&str] = &["initContainers", "containers"];
-
-/// The containers of the lists `lists` of a document's pod spec (Pod, or a controller's pod
-/// template), with their paths.
-pub(super) fn containers<'a>(doc: &Document<'a>, lists: &[&str]) -> Vec<(Vec<Step>, &'a Node)> {
-    let Some(spec) = doc.pod_spec_path() else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for list in lists {
-        let mut path = spec.clone();
-        path.push(Step::Key(list.to_string()));
-        let Some((
-            _,
-            Node {
-                value: Value::Seq(items),
-                ..
-            },
-        )) = doc.root.lookup(&path)
-        else {
-            continue;
-        };
-        for (i, item) in items.iter().enumerate() {
-            let mut at = path.clone();
-            at.push(Step::Index(i));
-            out.push((at, item));
-        }
-    }
-    out
-}
-
-/// A container's `name`, for messages.
-pub(super) fn container_name(container: &Node) -> &str {
-    match container.get("name").map(|n| &n.value) {
-        Some(Value::Str(name)) => name,
-        _ => "<unnamed>",
-    }
-}
-
-/// A scalar as written, without JSON quotes.
-pub(super) fn scalar_text(node: &Node) -> String {
-    match &node.value {
-        Value::Str(s) => s.clone(),
-        _ => node.to_json().to_string(),
     }
 }
 

@@ -1,5 +1,6 @@
+use crate::lint::pods::env_values;
 use crate::lint::{Document, Finding, Meta, Rule, steps};
-use crate::yaml::{Step, Value};
+use crate::yaml::Value;
 
 crate::rule! {
     /// What it checks: in an Indexed Job, the `WORLD_SIZE` and `NNODES` env values of every
@@ -38,63 +39,31 @@ impl Rule for WorldSize {
         if doc.kind != "Job" || !indexed {
             return;
         }
-        let Some(pod) = doc.pod_spec_path() else {
-            return;
-        };
-        let Some(spec) = doc.at(&pod) else {
-            return;
-        };
-        for field in ["initContainers", "containers"] {
-            let Some(Value::Seq(containers)) = spec.get(field).map(|n| &n.value) else {
+        for env in env_values(doc) {
+            if env.name != "WORLD_SIZE" && env.name != "NNODES" {
+                continue;
+            }
+            let found = match &env.value.value {
+                Value::Int(n) => Some(*n),
+                Value::Str(s) => s.trim().parse::<i64>().ok(),
+                _ => None,
+            };
+            let Some(found) = found.filter(|n| n != completions) else {
                 continue;
             };
-            for (i, container) in containers.iter().enumerate() {
-                let Some(Value::Seq(env)) = container.get("env").map(|n| &n.value) else {
-                    continue;
-                };
-                for (j, var) in env.iter().enumerate() {
-                    let Some(Value::Str(var_name)) = var.get("name").map(|n| &n.value) else {
-                        continue;
-                    };
-                    let Some(value) = var.get("value") else {
-                        continue;
-                    };
-                    let found = match &value.value {
-                        Value::Int(n) => Some(*n),
-                        Value::Str(s) => s.trim().parse::<i64>().ok(),
-                        _ => None,
-                    };
-                    let Some(found) = found.filter(|n| n != completions) else {
-                        continue;
-                    };
-                    if var_name != "WORLD_SIZE" && var_name != "NNODES" {
-                        continue;
-                    }
-                    let name = match container.get("name").map(|n| &n.value) {
-                        Some(Value::Str(s)) => s.as_str(),
-                        _ => "?",
-                    };
-                    let mut path = pod.clone();
-                    path.extend([
-                        Step::Key(field.into()),
-                        Step::Index(i),
-                        Step::Key("env".into()),
-                        Step::Index(j),
-                        Step::Key("value".into()),
-                    ]);
-                    out.push(Finding {
-                        message: format!(
-                            "{}: {var_name} of container `{name}` is {found}, but the Indexed Job runs {completions} pods (`spec.completions`)",
-                            doc.label()
-                        ),
-                        help: Some(format!(
-                            "set {var_name} to \"{completions}\": TAO reads it as the number of nodes; GPUs per node go in NPROC_PER_NODE"
-                        )),
-                        path,
-                        span: value.span.clone(),
-                    });
-                }
-            }
+            let var_name = env.name;
+            out.push(Finding {
+                message: format!(
+                    "{}: {var_name} of container `{}` is {found}, but the Indexed Job runs {completions} pods (`spec.completions`)",
+                    doc.label(),
+                    env.container
+                ),
+                help: Some(format!(
+                    "set {var_name} to \"{completions}\": TAO reads it as the number of nodes; GPUs per node go in NPROC_PER_NODE"
+                )),
+                path: env.path,
+                span: env.value.span.clone(),
+            });
         }
     }
 }

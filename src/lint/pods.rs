@@ -1,0 +1,111 @@
+//! What rules share about pod specs and Jobs: the containers of a pod spec with their paths,
+//! their env values, a Job's spec and whether it is Indexed.
+
+use crate::lint::{Document, steps};
+use crate::yaml::{Node, Step, Value};
+
+/// The lists [`containers`] reads: init containers and main containers.
+pub const ALL_CONTAINERS: &[&str] = &["initContainers", "containers"];
+
+/// The containers of the lists `lists` of a document's pod spec (Pod, or a controller's pod
+/// template), with their paths.
+pub fn containers<'a>(doc: &Document<'a>, lists: &[&str]) -> Vec<(Vec<Step>, &'a Node)> {
+    let Some(spec) = doc.pod_spec_path() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for list in lists {
+        let mut path = spec.clone();
+        path.push(Step::Key(list.to_string()));
+        let Some((
+            _,
+            Node {
+                value: Value::Seq(items),
+                ..
+            },
+        )) = doc.root.lookup(&path)
+        else {
+            continue;
+        };
+        for (i, item) in items.iter().enumerate() {
+            let mut at = path.clone();
+            at.push(Step::Index(i));
+            out.push((at, item));
+        }
+    }
+    out
+}
+
+/// A container's `name`, for messages.
+pub fn container_name(container: &Node) -> &str {
+    match container.get("name").map(|n| &n.value) {
+        Some(Value::Str(name)) => name,
+        _ => "<unnamed>",
+    }
+}
+
+/// A scalar as written, without JSON quotes.
+pub fn scalar_text(node: &Node) -> String {
+    match &node.value {
+        Value::Str(s) => s.clone(),
+        _ => node.to_json().to_string(),
+    }
+}
+
+/// The Job spec of a `batch` Job, or of a CronJob's Job template, with its path.
+pub fn job_spec<'a>(doc: &Document<'a>) -> Option<(Vec<Step>, &'a Node)> {
+    if !doc.api_version.starts_with("batch/") {
+        return None;
+    }
+    let path = match doc.kind {
+        "Job" => steps("spec"),
+        "CronJob" => steps("spec.jobTemplate.spec"),
+        _ => return None,
+    };
+    let (_, spec) = doc.root.lookup(&path)?;
+    Some((path, spec))
+}
+
+/// Whether a Job spec has `completionMode: Indexed`.
+pub fn is_indexed(spec: &Node) -> bool {
+    matches!(spec.get("completionMode").map(|n| &n.value), Some(Value::Str(m)) if m == "Indexed")
+}
+
+/// A plain `value` of a container's env entry.
+pub struct EnvValue<'a> {
+    /// Path to the `value` node.
+    pub path: Vec<Step>,
+    pub container: &'a str,
+    pub name: &'a str,
+    pub value: &'a Node,
+}
+
+/// Every env entry with a plain `value` in the containers and init containers of a document.
+pub fn env_values<'a>(doc: &Document<'a>) -> Vec<EnvValue<'a>> {
+    let mut out = Vec::new();
+    for (path, container) in containers(doc, ALL_CONTAINERS) {
+        let Some(Value::Seq(env)) = container.get("env").map(|n| &n.value) else {
+            continue;
+        };
+        for (j, var) in env.iter().enumerate() {
+            let (Some(Value::Str(name)), Some(value)) =
+                (var.get("name").map(|n| &n.value), var.get("value"))
+            else {
+                continue;
+            };
+            let mut at = path.clone();
+            at.extend([
+                Step::Key("env".into()),
+                Step::Index(j),
+                Step::Key("value".into()),
+            ]);
+            out.push(EnvValue {
+                path: at,
+                container: container_name(container),
+                name,
+                value,
+            });
+        }
+    }
+    out
+}
