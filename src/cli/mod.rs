@@ -2,6 +2,7 @@
 //! reading, output, and exit codes: 0 clean, 1 refused input or findings, 2 usage or I/O error.
 
 mod lint;
+mod record;
 mod report;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
@@ -80,7 +81,24 @@ request compiles and every object passes its strict schema.")]
         /// request stages (its sha256 is checked).
         #[arg(long, value_name = "FILE")]
         staged_config: Option<PathBuf>,
+        /// Write a bundle into DIR instead: manifest.yaml, staging-map.json, the driver script
+        /// job.sh, and nccl-probe.yaml for multi-node.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
+    /// Print the driver script (bash, for kubectl) of a request: preflight, submit, status,
+    /// logs, cancel. It reads manifest.yaml beside it; `render --out DIR` writes both.
+    Script {
+        /// The request file (YAML or JSON), or `-` for stdin.
+        request: PathBuf,
+        /// Namespace of every object; wins over the request.
+        #[arg(short, long)]
+        namespace: Option<String>,
+    },
+    /// Name the fields of MANIFEST that the API server's answer (`kubectl apply
+    /// --dry-run=server -o json`) dropped; exit 1 if any. Used by the driver script.
+    #[command(hide = true)]
+    KeptFields { manifest: PathBuf, answer: PathBuf },
     /// Write the staging map and, in config mode, the materialised spec into a directory.
     #[command(after_help = "Examples:
   tao-k8s stage request.yaml --out staged/
@@ -133,6 +151,8 @@ Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O or unparsabl
         /// A rule code (TK101) or name (inline-credential).
         rule: String,
     },
+    /// Job records: mint an id before launch, bind the applied object to it, follow its state.
+    Record(record::RecordArgs),
     /// Print the JSON Schema (draft-07) of action requests, for editors and validators.
     Schema,
     /// Print a shell completion script.
@@ -171,6 +191,7 @@ pub fn run() -> ExitCode {
             nccl_probe,
             staging_map,
             staged_config,
+            out: bundle,
         } => {
             let opts = Options {
                 namespace,
@@ -183,6 +204,8 @@ pub fn run() -> ExitCode {
                 staging_map,
                 staged_config,
                 out: None,
+                bundle,
+                script_only: false,
             };
             render(&out, &request, output, opts, templates.as_deref(), &files)
         }
@@ -200,6 +223,8 @@ pub fn run() -> ExitCode {
                 staging_map: None,
                 staged_config: None,
                 out: Some(dir),
+                bundle: None,
+                script_only: false,
             };
             render(&out, &request, Format::Yaml, opts, None, &files)
         }
@@ -216,6 +241,23 @@ pub fn run() -> ExitCode {
         }
         Command::Rules { format } => lint::rules(format),
         Command::Explain { rule } => lint::explain(&rule),
+        Command::Script { request, namespace } => {
+            let opts = Options {
+                namespace,
+                env_namespace: std::env::var("TAO_K8S_NAMESPACE").ok(),
+                ..Options::default()
+            };
+            let files = Files {
+                staging_map: None,
+                staged_config: None,
+                out: None,
+                bundle: None,
+                script_only: true,
+            };
+            render(&out, &request, Format::Yaml, opts, None, &files)
+        }
+        Command::KeptFields { manifest, answer } => kept_fields(&out, &manifest, &answer),
+        Command::Record(args) => record::run(args),
         Command::Schema => emit(&request::schema_text()),
         Command::Completions { shell } => {
             let mut buf = Vec::new();
@@ -231,6 +273,10 @@ struct Files {
     staged_config: Option<PathBuf>,
     /// `stage`: write the map and the spec here instead of printing manifests.
     out: Option<PathBuf>,
+    /// `render --out`: write the whole bundle here.
+    bundle: Option<PathBuf>,
+    /// `script`: print the driver script instead of the manifests.
+    script_only: bool,
 }
 
 fn render(
@@ -305,6 +351,45 @@ fn render(
             {
                 return out.io_error(&message);
             }
+            if files.script_only || files.bundle.is_some() {
+                let script = match script(&source, &opts, &compiled) {
+                    Ok(s) => s,
+                    Err(d) => {
+                        out.diagnostics(None, &[d]);
+                        return ExitCode::from(REFUSED);
+                    }
+                };
+                if files.script_only {
+                    return emit(&script.0);
+                }
+                let dir = files.bundle.as_ref().expect("checked above");
+                let written = std::fs::create_dir_all(dir)
+                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+                    .and_then(|()| write_atomic(&dir.join("manifest.yaml"), &compiled.yaml))
+                    .and_then(|()| write_atomic(&dir.join("staging-map.json"), &map))
+                    .and_then(|()| {
+                        script.1.as_ref().map_or(Ok(()), |probe| {
+                            write_atomic(&dir.join("nccl-probe.yaml"), probe)
+                        })
+                    })
+                    .and_then(|()| write_atomic(&dir.join("job.sh"), &script.0))
+                    .and_then(|()| make_executable(&dir.join("job.sh")));
+                return match written {
+                    Ok(()) => {
+                        eprintln!(
+                            "wrote {}/{{manifest.yaml,staging-map.json,job.sh{}}}",
+                            dir.display(),
+                            if script.1.is_some() {
+                                ",nccl-probe.yaml"
+                            } else {
+                                ""
+                            }
+                        );
+                        ExitCode::SUCCESS
+                    }
+                    Err(message) => out.io_error(&message),
+                };
+            }
             let text = match format {
                 Format::Yaml => compiled.yaml,
                 Format::Json => {
@@ -345,6 +430,56 @@ pub(crate) fn emit(text: &str) -> ExitCode {
             ExitCode::from(USAGE)
         }
     }
+}
+
+/// The driver script of a compiled request, and the NCCL probe manifest it runs (multi-node).
+fn script(
+    source: &Source,
+    opts: &Options,
+    compiled: &tao_k8s::Compiled,
+) -> Result<(String, Option<String>), tao_k8s::diag::Diagnostic> {
+    let loaded = request::load(source).map_err(|mut d| d.remove(0))?;
+    let plan = tao_k8s::script::ScriptPlan::new(&loaded.request, &compiled.plan);
+    let text = tao_k8s::render::render_script(&plan, Templates::embedded())?;
+    let probe = if loaded.request.nodes() > 1 && loaded.request.spec.resources.gpus_per_node > 0 {
+        let probe_opts = Options {
+            nccl_probe: true,
+            ..opts.clone()
+        };
+        match tao_k8s::compile(source, &probe_opts, Templates::embedded()) {
+            Ok(p) => Some(p.yaml),
+            Err(_) => None,
+        }
+    } else {
+        None
+    };
+    Ok((text, probe))
+}
+
+fn make_executable(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("cannot make {} executable: {e}", path.display()))
+}
+
+/// `kept-fields MANIFEST ANSWER`.
+fn kept_fields(out: &report::Reporter, manifest: &Path, answer: &Path) -> ExitCode {
+    let (sent, answer) = match (read_source(manifest), read_source(answer)) {
+        (Ok(m), Ok(a)) => (m, a),
+        (Err(e), _) | (_, Err(e)) => return out.io_error(&e),
+    };
+    let Ok(stream) = tao_k8s::yaml::parse(&sent, tao_k8s::yaml::Limits::default()) else {
+        return out.io_error(&format!("{} is not YAML", sent.name()));
+    };
+    let Ok(answer) = serde_json::from_str::<serde_json::Value>(answer.text()) else {
+        return out.io_error(&format!("{} is not JSON", answer.name()));
+    };
+    let objects: Vec<serde_json::Value> = stream.documents.iter().map(|d| d.to_json()).collect();
+    let dropped = tao_k8s::script::dropped_fields(&objects, &answer);
+    for field in &dropped {
+        eprintln!("tao-k8s: the API server dropped {field}");
+    }
+    ExitCode::from(if dropped.is_empty() { 0 } else { REFUSED })
 }
 
 /// Write a whole file or nothing: a temporary file beside it, renamed into place.

@@ -1,0 +1,422 @@
+//! Job records: what was launched and where it runs, so that status, logs and cancel work from
+//! another shell later. This is the one module of the library that touches the filesystem: one
+//! JSON file per job, `<state dir>/records/<id>.json`, the directories created 0700.
+//!
+//! Every change takes an exclusive lock on `records/.lock` (std `File::lock`, released when the
+//! file is closed, also when the process dies) and reads, modifies and writes the record inside
+//! it, so concurrent marks are serialised and none is lost. A write goes to a temporary file in
+//! the same directory, is synced, then renamed over the record: a reader never sees half a
+//! record and a writer killed mid-write leaves the old one intact (its stray `.tmp*` file is
+//! ignored). Readers take no lock, since a rename is atomic.
+//!
+//! States: OPEN -> SUBMITTED -> RUNNING -> SUCCEEDED | FAILED | CANCELED, and OPEN or SUBMITTED
+//! may end in FAILED or CANCELED directly. Marking RUNNING on a RUNNING record is accepted and
+//! changes nothing (status polls repeat it; no history entry, backendRef untouched). Any other
+//! same-state mark, any step back, and any change of a terminal record is refused.
+
+use crate::names;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::ffi::OsString;
+use std::fmt;
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum State {
+    Open,
+    Submitted,
+    Running,
+    Succeeded,
+    Failed,
+    Canceled,
+}
+
+impl State {
+    pub const ALL: [State; 6] = [
+        State::Open,
+        State::Submitted,
+        State::Running,
+        State::Succeeded,
+        State::Failed,
+        State::Canceled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Open => "OPEN",
+            State::Submitted => "SUBMITTED",
+            State::Running => "RUNNING",
+            State::Succeeded => "SUCCEEDED",
+            State::Failed => "FAILED",
+            State::Canceled => "CANCELED",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, State::Succeeded | State::Failed | State::Canceled)
+    }
+
+    /// Whether a mark `self -> to` is accepted; `Running -> Running` is, as a no-op.
+    pub fn allows(self, to: State) -> bool {
+        use State::*;
+        matches!(
+            (self, to),
+            (Open, Submitted | Failed | Canceled)
+                | (Submitted, Running | Failed | Canceled)
+                | (Running, Running | Succeeded | Failed | Canceled)
+        )
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where the job's inputs and results live (the staging tiers of the plan).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StorageTier {
+    A,
+    C,
+}
+
+/// One accepted mark.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    pub state: State,
+    /// RFC 3339, UTC, whole seconds.
+    pub at: String,
+    /// Who marked it: `driver`, `user`...
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A job record as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    pub id: String,
+    pub platform: String,
+    pub image: String,
+    pub network_arch: String,
+    pub action: String,
+    pub storage_tier: StorageTier,
+    pub results_dir: String,
+    /// `<namespace>/<job-name>`, bound once the object is applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_ref: Option<String>,
+    pub state: State,
+    pub history: Vec<Event>,
+}
+
+/// The fields of a record to open; the first history entry is OPEN by `source`.
+#[derive(Debug, Clone)]
+pub struct NewRecord {
+    pub image: String,
+    pub network_arch: String,
+    pub action: String,
+    pub storage_tier: StorageTier,
+    pub results_dir: String,
+    pub source: String,
+}
+
+/// Why a record operation failed; every message names the path, id or states concerned.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("no record {id} (no file {path})")]
+    NotFound { id: String, path: PathBuf },
+    #[error("record {id} is {from}: it cannot be marked {to}")]
+    InvalidTransition { id: String, from: State, to: State },
+    #[error("{path} is not a valid record: {message}")]
+    Corrupt { path: PathBuf, message: String },
+    #[error("{id:?} is not a record id (like tao-20261202-083107-7f3a)")]
+    InvalidId { id: String },
+    #[error("{0:?} is not a backend ref (<namespace>/<job-name>)")]
+    InvalidBackendRef(String),
+    #[error("no state directory: set TAO_K8S_STATE_DIR, XDG_STATE_HOME or HOME")]
+    NoStateDir,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> RecordError + '_ {
+    move |source| RecordError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A directory of job records.
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    /// A store in `dir` (the state directory; records go in `dir/records`).
+    pub fn new(dir: PathBuf) -> Store {
+        Store { dir }
+    }
+
+    /// `$TAO_K8S_STATE_DIR`, else `$XDG_STATE_HOME/tao-k8s`, else `$HOME/.local/state/tao-k8s`.
+    pub fn from_env() -> Result<Store, RecordError> {
+        state_dir(|k| std::env::var_os(k))
+            .map(Store::new)
+            .ok_or(RecordError::NoStateDir)
+    }
+
+    fn records(&self) -> PathBuf {
+        self.dir.join("records")
+    }
+
+    /// The file of `id`, refusing ids that are not names, so no path can leave the directory.
+    fn path(&self, id: &str) -> Result<PathBuf, RecordError> {
+        if !names::is_dns1035_label(id) {
+            return Err(RecordError::InvalidId { id: id.to_string() });
+        }
+        Ok(self.records().join(format!("{id}.json")))
+    }
+
+    /// Take the store's exclusive lock, creating the directory; held until the file drops.
+    fn lock(&self) -> Result<File, RecordError> {
+        let records = self.records();
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(&records).map_err(io_err(&records))?;
+        let path = records.join(".lock");
+        let file = File::options().append(true).create(true).open(&path);
+        let file = file.map_err(io_err(&path))?;
+        file.lock().map_err(io_err(&path))?;
+        Ok(file)
+    }
+
+    /// Open a new record, OPEN, under a fresh id.
+    pub fn open(&self, fields: NewRecord) -> Result<Record, RecordError> {
+        let _lock = self.lock()?;
+        // A taken id (same second, same 4 hex) is retried with new randomness. The file is
+        // created by `persist_noclobber`, an atomic create-new of the whole file: `create_new`
+        // then write would show lockless readers an empty record in between.
+        let now = SystemTime::now();
+        let mut record = Record {
+            id: new_id(now),
+            platform: "kubernetes".to_string(),
+            image: fields.image,
+            network_arch: fields.network_arch,
+            action: fields.action,
+            storage_tier: fields.storage_tier,
+            results_dir: fields.results_dir,
+            backend_ref: None,
+            state: State::Open,
+            history: vec![Event {
+                state: State::Open,
+                at: rfc3339(now),
+                source: fields.source,
+                reason: None,
+            }],
+        };
+        for _ in 0..64 {
+            match self.write(&record, false) {
+                Err(RecordError::Io { source, .. })
+                    if source.kind() == io::ErrorKind::AlreadyExists =>
+                {
+                    record.id = new_id(now);
+                }
+                written => return written.map(|()| record),
+            }
+        }
+        let failed = io::Error::other("no free record id after 64 tries");
+        Err(io_err(&self.records())(failed))
+    }
+
+    /// Move record `id` to `state`, appending to its history; see the module doc for the rules.
+    pub fn mark(
+        &self,
+        id: &str,
+        state: State,
+        source: &str,
+        reason: Option<&str>,
+        backend_ref: Option<&str>,
+    ) -> Result<Record, RecordError> {
+        let path = self.path(id)?;
+        if let Some(r) = backend_ref.filter(|r| !is_backend_ref(r)) {
+            return Err(RecordError::InvalidBackendRef(r.to_string()));
+        }
+        let _lock = self.lock()?;
+        let mut record = read(id, &path)?;
+        if !record.state.allows(state) {
+            return Err(RecordError::InvalidTransition {
+                id: id.to_string(),
+                from: record.state,
+                to: state,
+            });
+        }
+        if record.state == state {
+            return Ok(record);
+        }
+        record.state = state;
+        if let Some(r) = backend_ref {
+            record.backend_ref = Some(r.to_string());
+        }
+        record.history.push(Event {
+            state,
+            at: rfc3339(SystemTime::now()),
+            source: source.to_string(),
+            reason: reason.map(str::to_string),
+        });
+        self.write(&record, true)?;
+        Ok(record)
+    }
+
+    /// The record `id`.
+    pub fn show(&self, id: &str) -> Result<Record, RecordError> {
+        read(id, &self.path(id)?)
+    }
+
+    /// Every record, sorted by id (so by opening time, to the second).
+    pub fn list(&self) -> Result<Vec<Record>, RecordError> {
+        let dir = self.records();
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err(&dir)(e)),
+        };
+        let mut records = Vec::new();
+        for entry in entries {
+            let path = entry.map_err(io_err(&dir))?.path();
+            // Skips `.lock` and the `.tmp*` files of writers that died mid-write.
+            let Some(id) = path
+                .file_name()
+                .and_then(|n| n.to_str()?.strip_suffix(".json"))
+            else {
+                continue;
+            };
+            if names::is_dns1035_label(id) {
+                records.push(read(id, &path)?);
+            }
+        }
+        records.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(records)
+    }
+
+    /// Write a whole record or nothing; `replace: false` fails with `AlreadyExists` if taken.
+    fn write(&self, record: &Record, replace: bool) -> Result<(), RecordError> {
+        let dir = self.records();
+        let path = dir.join(format!("{}.json", record.id));
+        let mut text = serde_json::to_vec_pretty(record).expect("records serialize");
+        text.push(b'\n');
+        let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io_err(&dir))?;
+        tmp.write_all(&text).map_err(io_err(tmp.path()))?;
+        tmp.as_file().sync_all().map_err(io_err(tmp.path()))?;
+        let persisted = if replace {
+            tmp.persist(&path)
+        } else {
+            tmp.persist_noclobber(&path)
+        };
+        persisted.map(drop).map_err(|e| io_err(&path)(e.error))
+    }
+}
+
+fn read(id: &str, path: &Path) -> Result<Record, RecordError> {
+    let text = match fs::read(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let (id, path) = (id.to_string(), path.to_path_buf());
+            return Err(RecordError::NotFound { id, path });
+        }
+        Err(e) => return Err(io_err(path)(e)),
+    };
+    let corrupt = |message: String| RecordError::Corrupt {
+        path: path.to_path_buf(),
+        message,
+    };
+    let record: Record = serde_json::from_slice(&text).map_err(|e| corrupt(e.to_string()))?;
+    if record.id != id {
+        return Err(corrupt(format!("its id is {}", record.id)));
+    }
+    Ok(record)
+}
+
+/// The state directory from environment variables; empty values count as unset, and a relative
+/// `XDG_STATE_HOME` is ignored as the XDG spec says.
+pub fn state_dir(var: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let var = |k: &str| var(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("TAO_K8S_STATE_DIR")
+        .or_else(|| {
+            var("XDG_STATE_HOME")
+                .filter(|p| p.is_absolute())
+                .map(|p| p.join("tao-k8s"))
+        })
+        .or_else(|| var("HOME").map(|h| h.join(".local/state/tao-k8s")))
+}
+
+/// `<namespace>/<job-name>`: a DNS-1123 label and a DNS-1123 subdomain, so the driver can pass
+/// both parts to kubectl as they are.
+fn is_backend_ref(s: &str) -> bool {
+    s.split_once('/')
+        .is_some_and(|(ns, name)| names::is_dns1123_label(ns) && names::is_dns1123_subdomain(name))
+}
+
+/// `tao-YYYYMMDD-HHMMSS-xxxx`: sorts by time to the second, and the 4 hex (sha256 of the clock's
+/// nanoseconds, the pid and a process-wide counter) tell apart ids of the same second.
+fn new_id(now: SystemTime) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let mut hash = Sha256::new();
+    hash.update(since.as_nanos().to_le_bytes());
+    hash.update(std::process::id().to_le_bytes());
+    hash.update(COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    let h = hash.finalize();
+    let [y, mo, d, hh, mm, ss] = utc(now);
+    format!(
+        "tao-{y:04}{mo:02}{d:02}-{hh:02}{mm:02}{ss:02}-{:02x}{:02x}",
+        h[0], h[1]
+    )
+}
+
+/// RFC 3339 in UTC to the second, e.g. `2026-12-02T08:31:07Z`.
+pub fn rfc3339(t: SystemTime) -> String {
+    let [y, mo, d, hh, mm, ss] = utc(t);
+    format!("{y:04}-{mo:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z")
+}
+
+/// Year, month, day, hour, minute, second in UTC (times before 1970 clamp to the epoch).
+fn utc(t: SystemTime) -> [u64; 6] {
+    let secs = t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+    // Howard Hinnant's civil_from_days, on days since 0000-03-01 so leap days come last.
+    let z = secs / 86_400 + 719_468;
+    let (era, doe) = (z / 146_097, z % 146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = era * 400 + yoe + u64::from(month <= 2);
+    let s = secs % 86_400;
+    [year, month, day, s / 3600, s / 60 % 60, s % 60]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_names_led_by_the_time() {
+        let id = new_id(UNIX_EPOCH + std::time::Duration::from_secs(1_796_200_267));
+        assert!(
+            id.starts_with("tao-20261202-083107-") && id.len() == 24,
+            "{id}"
+        );
+        assert!(names::is_dns1035_label(&id));
+    }
+}

@@ -1,0 +1,250 @@
+//! The driver script's Plan: every value the generated `job.sh` needs (names, namespace, GPU
+//! totals, PVCs, pull secrets, credential keys, minimum Kubernetes version), computed here from
+//! the manifest Plan and written into the script as quoted constants, and the one function that
+//! quotes a value for the shell. The script itself is `templates/driver.sh.j2`.
+
+use crate::plan::{KubeVersion, Plan};
+use crate::request::{ActionRequest, Tier};
+use serde::Serialize;
+
+/// The credential keys of S3 access, as the pod reads them from the Secret.
+pub const S3_KEYS: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "S3_BUCKET_NAME",
+    "S3_ENDPOINT_URL",
+];
+
+/// What `job.sh` knows about its job.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScriptPlan {
+    pub version: String,
+    pub job: String,
+    /// Empty when there is no such object.
+    pub service: String,
+    pub config_map: String,
+    pub secret: String,
+    pub pull_secret: String,
+    pub namespace: String,
+    pub nodes: u32,
+    pub gpus_per_node: u32,
+    /// `key=value` label selectors of the request's nodeSelector.
+    pub node_selector: Vec<String>,
+    pub pvcs: Vec<String>,
+    pub image_pull_secrets: Vec<String>,
+    /// Keys the credentials Secret must hold, required first.
+    pub required_keys: Vec<String>,
+    pub optional_keys: Vec<String>,
+    /// Minimum server version (multi-node), `1.28`; empty for single-node.
+    pub min_kube: String,
+    pub queue: String,
+    pub image: String,
+    pub network_arch: String,
+    pub action: String,
+    pub tier: String,
+    pub results_dir: String,
+    /// The container whose logs `job.sh logs` shows.
+    pub main_container: String,
+}
+
+impl ScriptPlan {
+    /// The script's constants for a compiled request.
+    pub fn new(req: &ActionRequest, plan: &Plan) -> ScriptPlan {
+        let spec = &req.spec;
+        let mut pvcs: Vec<String> = plan
+            .job
+            .pod
+            .volumes
+            .iter()
+            .filter_map(|v| v.persistent_volume_claim.clone())
+            .collect();
+        pvcs.dedup();
+        let (mut required, mut optional) = (Vec::new(), Vec::new());
+        if plan.credentials_secret.is_some() {
+            if req.needs_s3_credentials() {
+                required.extend(S3_KEYS[..2].iter().map(|k| k.to_string()));
+                optional.extend(S3_KEYS[2..].iter().map(|k| k.to_string()));
+            }
+            required.extend(spec.credentials.extra.iter().cloned());
+        }
+        ScriptPlan {
+            version: env!("CARGO_PKG_VERSION").into(),
+            job: plan.names.job.clone(),
+            service: plan
+                .service
+                .as_ref()
+                .map(|s| s.name.clone())
+                .unwrap_or_default(),
+            config_map: plan
+                .config_map
+                .as_ref()
+                .map(|c| c.name.clone())
+                .unwrap_or_default(),
+            secret: plan.credentials_secret.clone().unwrap_or_default(),
+            pull_secret: plan.ngc_pull_secret.clone().unwrap_or_default(),
+            namespace: plan.namespace.clone(),
+            nodes: req.nodes(),
+            gpus_per_node: spec.resources.gpus_per_node,
+            node_selector: spec
+                .scheduling
+                .node_selector
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect(),
+            pvcs,
+            image_pull_secrets: spec.image_pull_secrets.clone(),
+            required_keys: required,
+            optional_keys: optional,
+            min_kube: if req.nodes() > 1 {
+                KubeVersion::MULTI_NODE.to_string()
+            } else {
+                String::new()
+            },
+            queue: spec.scheduling.queue_name.clone().unwrap_or_default(),
+            image: spec.image.clone(),
+            network_arch: spec.network_arch.clone(),
+            action: spec.action.clone(),
+            tier: match req.tier() {
+                Tier::A => "A".into(),
+                Tier::C => "C".into(),
+            },
+            results_dir: spec.results_dir.clone(),
+            main_container: crate::plan::MAIN_CONTAINER.into(),
+        }
+    }
+}
+
+/// `value` as one bash word that expands to exactly `value`: single quotes, with each `'`
+/// written as `'\''`. Every value reaches the script through this function.
+pub fn shell_quote(value: &str) -> String {
+    // Always quoted, even plain words: `ACTION=export` would read as a command to a reader
+    // (and to shellcheck).
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_quote;
+
+    #[test]
+    fn quoting_round_trips_through_bash() {
+        let values = [
+            "",
+            "plain",
+            "a b",
+            "it's",
+            "$(rm -rf /)",
+            "`x`",
+            "a\nb",
+            "\\",
+            "\"q\"",
+            "*",
+            "~",
+            "-n",
+            "日本",
+            "a'b'c",
+            "!event",
+            "${X:-y}",
+        ];
+        for v in values {
+            let out = std::process::Command::new("bash")
+                .args(["-c", &format!("printf %s {}", shell_quote(v))])
+                .output()
+                .unwrap();
+            assert_eq!(
+                String::from_utf8(out.stdout).unwrap(),
+                v,
+                "{v:?} -> {}",
+                shell_quote(v)
+            );
+        }
+    }
+}
+
+/// The fields of `sent` objects that the API server's answer (`kubectl apply --dry-run=server
+/// -o json`: one object or a List) does not have: fields a server drops silently, such as those
+/// behind a feature gate that is off. Each as `Kind/name: path`.
+pub fn dropped_fields(sent: &[serde_json::Value], answer: &serde_json::Value) -> Vec<String> {
+    let items: Vec<&serde_json::Value> = match answer.get("items").and_then(|i| i.as_array()) {
+        Some(items) if answer.get("kind").and_then(|k| k.as_str()) == Some("List") => {
+            items.iter().collect()
+        }
+        _ => vec![answer],
+    };
+    let key =
+        |o: &serde_json::Value| (o.get("kind").cloned(), o.pointer("/metadata/name").cloned());
+    let mut dropped = Vec::new();
+    for object in sent {
+        let label = format!(
+            "{}/{}",
+            object.get("kind").and_then(|k| k.as_str()).unwrap_or("?"),
+            object
+                .pointer("/metadata/name")
+                .and_then(|n| n.as_str())
+                .unwrap_or("?")
+        );
+        match items.iter().find(|i| key(i) == key(object)) {
+            None => dropped.push(format!("{label}: the whole object")),
+            Some(kept) => missing(object, kept, &mut String::new(), &label, &mut dropped),
+        }
+    }
+    dropped
+}
+
+fn missing(
+    sent: &serde_json::Value,
+    kept: &serde_json::Value,
+    path: &mut String,
+    label: &str,
+    out: &mut Vec<String>,
+) {
+    use serde_json::Value;
+    match (sent, kept) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in a {
+                let len = path.len();
+                path.push('.');
+                path.push_str(k);
+                match b.get(k) {
+                    None => out.push(format!("{label}: {}", &path[1..])),
+                    Some(w) => missing(v, w, path, label, out),
+                }
+                path.truncate(len);
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            for (i, v) in a.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                match b.get(i) {
+                    None => out.push(format!("{label}: {}", &path[1..])),
+                    Some(w) => missing(v, w, path, label, out),
+                }
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod dropped_tests {
+    use serde_json::json;
+
+    #[test]
+    fn fields_the_server_did_not_keep_are_named() {
+        let sent = vec![
+            json!({"kind": "Job", "metadata": {"name": "j"}, "spec": {"successPolicy": {"rules": []}, "template": {"spec": {"containers": [{"name": "a", "x": 1}]}}}}),
+        ];
+        let answer = json!({"kind": "List", "items": [{"kind": "Job", "metadata": {"name": "j", "uid": "u"}, "spec": {"template": {"spec": {"containers": [{"name": "a"}]}}}}]});
+        assert_eq!(
+            super::dropped_fields(&sent, &answer),
+            [
+                "Job/j: spec.successPolicy",
+                "Job/j: spec.template.spec.containers[0].x"
+            ]
+        );
+        let kept = json!({"kind": "Job", "metadata": {"name": "j"}, "spec": {"successPolicy": {"rules": []}, "template": {"spec": {"containers": [{"name": "a", "x": 1}]}}}});
+        assert!(super::dropped_fields(&sent, &kept).is_empty());
+    }
+}

@@ -1,0 +1,784 @@
+//! Job records: the transition table, unique ids and no lost update across real concurrent
+//! processes, a writer killed mid-write, and the `tao-k8s record` command line. Every test has
+//! its own temporary state directory.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use tao_k8s::names::is_dns1035_label;
+use tao_k8s::record::{
+    NewRecord, Record, RecordError, State, StorageTier, Store, rfc3339, state_dir,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tao-k8s");
+
+fn fields() -> NewRecord {
+    NewRecord {
+        image: "nvcr.io/nvidia/tao/tao-toolkit:5.5.0-pyt".to_string(),
+        network_arch: "dino".to_string(),
+        action: "train".to_string(),
+        storage_tier: StorageTier::A,
+        results_dir: "/results/run1".to_string(),
+        source: "user".to_string(),
+    }
+}
+
+fn cli(dir: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("tao-k8s").unwrap();
+    cmd.env("TAO_K8S_STATE_DIR", dir).arg("record");
+    cmd
+}
+
+/// The real binary, for spawning many at once.
+fn process(dir: &Path, args: &[&str]) -> Output {
+    std::process::Command::new(BIN)
+        .env("TAO_K8S_STATE_DIR", dir)
+        .arg("record")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+const OPEN_ARGS: [&str; 11] = [
+    "open",
+    "--image",
+    "nvcr.io/nvidia/tao/tao-toolkit:5.5.0-pyt",
+    "--network-arch",
+    "dino",
+    "--action",
+    "train",
+    "--storage-tier",
+    "A",
+    "--results-dir",
+    "/results/run1",
+];
+
+/// A fresh record brought to `state` along the shortest allowed path.
+fn record_in(store: &Store, state: State) -> Record {
+    use State::*;
+    let path: &[State] = match state {
+        Open => &[],
+        Submitted => &[Submitted],
+        Running => &[Submitted, Running],
+        Succeeded => &[Submitted, Running, Succeeded],
+        Failed => &[Failed],
+        Canceled => &[Submitted, Canceled],
+    };
+    let mut record = store.open(fields()).unwrap();
+    for &s in path {
+        record = store.mark(&record.id, s, "test", None, None).unwrap();
+    }
+    assert_eq!(record.state, state);
+    record
+}
+
+#[test]
+fn transition_table() {
+    use State::*;
+    // Written out rather than taken from `State::allows`, so the table is checked, not echoed.
+    let allowed = [
+        (Open, Submitted),
+        (Open, Failed),
+        (Open, Canceled),
+        (Submitted, Running),
+        (Submitted, Failed),
+        (Submitted, Canceled),
+        (Running, Running),
+        (Running, Succeeded),
+        (Running, Failed),
+        (Running, Canceled),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().to_path_buf());
+    for from in State::ALL {
+        for to in State::ALL {
+            let before = record_in(&store, from);
+            let result = store.mark(&before.id, to, "user", Some("why"), None);
+            let after = store.show(&before.id).unwrap();
+            if from == to && allowed.contains(&(from, to)) {
+                assert_eq!(result.unwrap(), before, "{from} -> {to} is a no-op");
+                assert_eq!(after, before);
+            } else if allowed.contains(&(from, to)) {
+                let marked = result.unwrap();
+                assert_eq!(marked, after);
+                assert_eq!(after.state, to);
+                assert_eq!(after.history[..before.history.len()], before.history[..]);
+                let last = after.history.last().unwrap();
+                assert_eq!(after.history.len(), before.history.len() + 1);
+                assert_eq!(
+                    (last.state, &*last.source, last.reason.as_deref()),
+                    (to, "user", Some("why"))
+                );
+            } else {
+                let err = result.unwrap_err();
+                assert!(
+                    matches!(err, RecordError::InvalidTransition { from: f, to: t, .. } if f == from && t == to),
+                    "{from} -> {to}: {err:?}"
+                );
+                let message = err.to_string();
+                assert!(
+                    message.contains(from.as_str()) && message.contains(to.as_str()),
+                    "{message}"
+                );
+                assert_eq!(after, before, "a refused mark changes nothing");
+            }
+        }
+    }
+    // Terminal records refuse every mark.
+    for terminal in [Succeeded, Failed, Canceled] {
+        let record = record_in(&store, terminal);
+        for to in State::ALL {
+            assert!(
+                store
+                    .mark(&record.id, to, "user", None, Some("ns/job"))
+                    .is_err()
+            );
+        }
+        assert_eq!(store.show(&record.id).unwrap(), record);
+    }
+}
+
+#[test]
+fn records_carry_fields_history_and_backend_ref() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().to_path_buf());
+    let opened = store.open(fields()).unwrap();
+    assert_eq!(
+        (opened.platform.as_str(), opened.state),
+        ("kubernetes", State::Open)
+    );
+    assert_eq!(opened.backend_ref, None);
+    let id = &opened.id;
+    store
+        .mark(
+            id,
+            State::Submitted,
+            "driver",
+            None,
+            Some("vision/tao-train-run1"),
+        )
+        .unwrap();
+    let r = store
+        .mark(id, State::Running, "driver", None, None)
+        .unwrap();
+    assert_eq!(r.backend_ref.as_deref(), Some("vision/tao-train-run1"));
+    let states: Vec<_> = r.history.iter().map(|e| e.state).collect();
+    assert_eq!(states, [State::Open, State::Submitted, State::Running]);
+    let rfc3339 = regex::Regex::new(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$").unwrap();
+    assert!(
+        r.history.iter().all(|e| rfc3339.is_match(&e.at)),
+        "{:?}",
+        r.history
+    );
+    assert!(r.history.windows(2).all(|w| w[0].at <= w[1].at));
+    // The stored file is camelCase JSON with exactly the documented fields.
+    let text = std::fs::read_to_string(dir.path().join(format!("records/{id}.json"))).unwrap();
+    let json: Value = serde_json::from_str(&text).unwrap();
+    let keys: Vec<_> = json.as_object().unwrap().keys().cloned().collect();
+    let mut expected = [
+        "action",
+        "backendRef",
+        "history",
+        "id",
+        "image",
+        "networkArch",
+        "platform",
+        "resultsDir",
+        "state",
+        "storageTier",
+    ];
+    expected.sort();
+    assert_eq!(keys, expected);
+    assert_eq!(json["history"][1]["source"], "driver");
+    assert_eq!(json["storageTier"], "A");
+    // A backend ref that is not <namespace>/<job-name> is refused before anything changes.
+    let err = store
+        .mark(id, State::Failed, "user", None, Some("Vision/x y"))
+        .unwrap_err();
+    assert!(matches!(err, RecordError::InvalidBackendRef(_)), "{err:?}");
+    assert_eq!(store.show(id).unwrap(), r);
+}
+
+#[test]
+fn timestamps_are_rfc3339_utc() {
+    let at = |secs| rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(secs));
+    assert_eq!(at(0), "1970-01-01T00:00:00Z");
+    assert_eq!(at(951_868_799), "2000-02-29T23:59:59Z");
+    assert_eq!(at(951_868_800), "2000-03-01T00:00:00Z");
+    assert_eq!(at(1_796_200_267), "2026-12-02T08:31:07Z");
+    assert_eq!(at(4_107_542_400), "2100-03-01T00:00:00Z");
+}
+
+#[test]
+fn state_dir_resolution() {
+    fn env<'a>(pairs: &'a [(&str, &str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |k| pairs.iter().find(|p| p.0 == k).map(|p| OsString::from(p.1))
+    }
+    let all = [
+        ("TAO_K8S_STATE_DIR", "/s"),
+        ("XDG_STATE_HOME", "/x"),
+        ("HOME", "/h"),
+    ];
+    assert_eq!(state_dir(env(&all)), Some("/s".into()));
+    assert_eq!(state_dir(env(&all[1..])), Some("/x/tao-k8s".into()));
+    // Empty counts as unset; a relative XDG_STATE_HOME is ignored, as the XDG spec says.
+    let odd = [
+        ("TAO_K8S_STATE_DIR", ""),
+        ("XDG_STATE_HOME", "x"),
+        ("HOME", "/h"),
+    ];
+    assert_eq!(state_dir(env(&odd)), Some("/h/.local/state/tao-k8s".into()));
+    assert_eq!(state_dir(env(&[])), None);
+}
+
+#[test]
+fn ids_and_backend_refs_cannot_escape() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().to_path_buf());
+    for id in ["../x", "a/b", "", "Tao-1", "1tao", "tao-", "tao.json"] {
+        let err = store.show(id).unwrap_err();
+        assert!(
+            matches!(err, RecordError::InvalidId { .. }),
+            "{id}: {err:?}"
+        );
+        let err = store
+            .mark(id, State::Running, "user", None, None)
+            .unwrap_err();
+        assert!(
+            matches!(err, RecordError::InvalidId { .. }),
+            "{id}: {err:?}"
+        );
+    }
+    let id = store.open(fields()).unwrap().id;
+    for bad in [
+        "vision",
+        "../x/y",
+        "a/b/c",
+        "ns/",
+        "/job",
+        "Vision/job",
+        "ns/job name",
+    ] {
+        let err = store
+            .mark(&id, State::Submitted, "user", None, Some(bad))
+            .unwrap_err();
+        assert!(
+            matches!(err, RecordError::InvalidBackendRef(_)),
+            "{bad}: {err:?}"
+        );
+    }
+    let ok = store.mark(
+        &id,
+        State::Submitted,
+        "user",
+        None,
+        Some("vision/tao-train.v2"),
+    );
+    assert_eq!(
+        ok.unwrap().backend_ref.as_deref(),
+        Some("vision/tao-train.v2")
+    );
+}
+
+#[test]
+fn sixteen_processes_open_320_distinct_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let workers: Vec<_> = (0..16)
+        .map(|_| {
+            let dir = dir.path().to_path_buf();
+            std::thread::spawn(move || {
+                (0..20)
+                    .map(|_| {
+                        let out = process(&dir, &OPEN_ARGS);
+                        assert!(out.status.success(), "{out:?}");
+                        assert!(out.stderr.is_empty(), "{out:?}");
+                        let id = String::from_utf8(out.stdout).unwrap();
+                        id.strip_suffix('\n').expect("one line").to_string()
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let per_worker: Vec<Vec<String>> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    let mut all = HashSet::new();
+    for ids in &per_worker {
+        // Sortable by time: one worker's ids, opened one after another, never go back in time.
+        let times: Vec<_> = ids.iter().map(|id| &id[..19]).collect();
+        assert!(times.is_sorted(), "{ids:?}");
+        for id in ids {
+            assert!(is_dns1035_label(id) && id.len() == 24, "{id}");
+            assert!(all.insert(id.clone()), "duplicate id {id}");
+        }
+    }
+    assert_eq!(all.len(), 320);
+    let listed = Store::new(dir.path().to_path_buf()).list().unwrap();
+    let listed_ids: Vec<_> = listed.iter().map(|r| r.id.clone()).collect();
+    assert!(listed_ids.is_sorted());
+    assert_eq!(listed_ids.into_iter().collect::<HashSet<_>>(), all);
+    // Every file is whole JSON, and no temporary file was left behind.
+    let mut files = 0;
+    for entry in std::fs::read_dir(dir.path().join("records")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if name == ".lock" {
+            continue;
+        }
+        assert!(name.ends_with(".json"), "stray file {name}");
+        serde_json::from_slice::<Value>(&std::fs::read(&path).unwrap()).unwrap();
+        files += 1;
+    }
+    assert_eq!(files, 320);
+}
+
+#[test]
+fn threads_of_one_process_open_distinct_ids() {
+    // `File::lock` is per open file, so threads of one process exclude each other too.
+    let dir = tempfile::tempdir().unwrap();
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let store = Store::new(dir.path().to_path_buf());
+            std::thread::spawn(move || {
+                (0..25)
+                    .map(|_| store.open(fields()).unwrap().id)
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let ids: HashSet<_> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 200);
+}
+
+#[test]
+fn concurrent_marks_lose_no_update() {
+    // 8 processes race every record through SUBMITTED, RUNNING and a terminal state of their
+    // own. SUBMITTED and terminal marks change state whenever they are accepted, so if a
+    // read-modify-write were lost, more processes would see exit 0 than the history shows.
+    use State::*;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().to_path_buf());
+    let ids: Vec<String> = (0..4).map(|_| store.open(fields()).unwrap().id).collect();
+    let terminal = |w: usize| [Succeeded, Failed, Canceled][w % 3];
+    let workers: Vec<_> = (0..8)
+        .map(|w| {
+            let (dir, ids) = (dir.path().to_path_buf(), ids.clone());
+            std::thread::spawn(move || {
+                let source = format!("w{w}");
+                let mut codes = Vec::new();
+                for id in &ids {
+                    for state in [Submitted, Running, terminal(w)] {
+                        let out = process(&dir, &["mark", id, state.as_str(), "--source", &source]);
+                        assert!(out.stdout.is_empty());
+                        codes.push((id.clone(), state, out.status.code().unwrap()));
+                    }
+                }
+                codes
+            })
+        })
+        .collect();
+    let codes: Vec<Vec<_>> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    for id in &ids {
+        let record = store.show(id).unwrap();
+        let accepted = |state: State| -> Vec<String> {
+            let mut who = Vec::new();
+            for (w, codes) in codes.iter().enumerate() {
+                for (i, s, code) in codes {
+                    assert!(*code == 0 || *code == 1, "{id} {s}: exit {code}");
+                    if i == id && *s == state && *code == 0 {
+                        who.push(format!("w{w}"));
+                    }
+                }
+            }
+            who
+        };
+        let h = &record.history;
+        assert_eq!(h[0].state, Open);
+        assert_eq!(h[1].state, Submitted);
+        assert_eq!(
+            accepted(Submitted),
+            std::slice::from_ref(&h[1].source),
+            "{h:?}"
+        );
+        let last = h.last().unwrap();
+        assert!(
+            last.state.is_terminal() && last.state == record.state,
+            "{h:?}"
+        );
+        let winners: Vec<_> = [Succeeded, Failed, Canceled]
+            .into_iter()
+            .flat_map(accepted)
+            .collect();
+        assert_eq!(winners, std::slice::from_ref(&last.source), "{h:?}");
+        assert_eq!(terminal(last.source[1..].parse().unwrap()), last.state);
+        match h.len() {
+            3 => {}
+            4 => {
+                assert_eq!(h[2].state, Running);
+                assert!(accepted(Running).contains(&h[2].source), "{h:?}");
+            }
+            n => panic!("{n} history entries: {h:?}"),
+        }
+    }
+}
+
+/// Not a test on its own: the child of `killed_writer_leaves_the_old_record`. It takes the
+/// store's lock, writes half a record into a temporary file as the store's writer would, says
+/// so, and waits to be killed.
+#[test]
+fn killed_writer_child() {
+    let Some(dir) = std::env::var_os("TAO_K8S_RECORD_TEST_CHILD") else {
+        return;
+    };
+    let records = Path::new(&dir).join("records");
+    let lock = std::fs::File::options()
+        .write(true)
+        .open(records.join(".lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let mut tmp = tempfile::NamedTempFile::new_in(&records).unwrap();
+    tmp.write_all(b"{\n  \"id\": \"tao-").unwrap();
+    tmp.as_file().sync_all().unwrap();
+    std::fs::write(Path::new(&dir).join("ready"), "").unwrap();
+    std::thread::sleep(Duration::from_secs(120));
+    unreachable!("the parent kills this process");
+}
+
+#[test]
+fn killed_writer_leaves_the_old_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().to_path_buf());
+    let id = store.open(fields()).unwrap().id;
+    let old = store
+        .mark(&id, State::Submitted, "driver", None, Some("ns/job"))
+        .unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "killed_writer_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("TAO_K8S_RECORD_TEST_CHILD", dir.path())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !dir.path().join("ready").exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the child never got the lock"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A mark waits for the lock the child holds; readers do not wait.
+    let (tx, rx) = mpsc::channel();
+    let writer = {
+        let (store, id) = (store.clone(), id.clone());
+        std::thread::spawn(move || {
+            tx.send(store.mark(&id, State::Running, "driver", None, None))
+                .unwrap()
+        })
+    };
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "mark ignored the lock"
+    );
+    assert_eq!(store.show(&id).unwrap(), old);
+    child.kill().unwrap(); // SIGKILL: no destructor runs, the half-written file stays.
+    child.wait().unwrap();
+    // The lock died with the child, so the waiting mark goes through.
+    let marked = rx.recv_timeout(Duration::from_secs(30)).unwrap().unwrap();
+    writer.join().unwrap();
+    assert_eq!(marked.state, State::Running);
+    assert_eq!(marked.history[..2], old.history[..]);
+    let strays: Vec<_> = std::fs::read_dir(dir.path().join("records"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with(".tmp"))
+        .collect();
+    assert_eq!(
+        strays.len(),
+        1,
+        "the killed writer's temporary file is still there"
+    );
+    assert_eq!(store.list().unwrap(), std::slice::from_ref(&marked));
+    let shown = cli(dir.path())
+        .args(["show", &id, "--field", "state"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(shown.stdout).unwrap(), "RUNNING\n");
+}
+
+#[test]
+fn corrupt_record_is_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().to_path_buf());
+    let id = store.open(fields()).unwrap().id;
+    let path = dir.path().join(format!("records/{id}.json"));
+    std::fs::write(&path, "{\"id\": ").unwrap();
+    let err = store.show(&id).unwrap_err();
+    assert!(matches!(err, RecordError::Corrupt { .. }), "{err:?}");
+    let out = cli(dir.path())
+        .args(["show", &id])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&*path.to_string_lossy()));
+}
+
+#[test]
+fn cli_open_prints_only_the_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli(dir.path())
+        .args(OPEN_ARGS)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(out.stderr.is_empty());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let id = stdout.strip_suffix('\n').unwrap();
+    assert!(is_dns1035_label(id) && id.starts_with("tao-"), "{stdout:?}");
+    let record = Store::new(dir.path().to_path_buf()).show(id).unwrap();
+    assert_eq!(
+        (record.state, record.storage_tier),
+        (State::Open, StorageTier::A)
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir.path().join("records")), 0o700);
+        assert_eq!(mode(&dir.path().join(format!("records/{id}.json"))), 0o600);
+    }
+}
+
+#[test]
+fn cli_state_dir_from_xdg_state_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("tao-k8s")
+        .unwrap()
+        .env_remove("TAO_K8S_STATE_DIR")
+        .env("XDG_STATE_HOME", dir.path())
+        .arg("record")
+        .args(OPEN_ARGS)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let id = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        dir.path()
+            .join(format!("tao-k8s/records/{}.json", id.trim()))
+            .exists()
+    );
+}
+
+#[test]
+fn cli_show_field_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().to_path_buf());
+    let id = store.open(fields()).unwrap().id;
+    let missing = cli(dir.path())
+        .args(["show", &id, "--field", "backendRef"])
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8_lossy(&missing.get_output().stderr).to_string();
+    assert!(
+        stderr.starts_with("error: ") && stderr.contains("backendRef"),
+        "{stderr}"
+    );
+    cli(dir.path())
+        .args([
+            "mark",
+            &id,
+            "submitted",
+            "--source",
+            "driver",
+            "--backend-ref",
+            "vision/tao-train-run1",
+        ])
+        .assert()
+        .success()
+        .stdout("");
+    cli(dir.path())
+        .args(["show", &id, "--field", "backendRef"])
+        .assert()
+        .success()
+        .stdout("vision/tao-train-run1\n");
+    cli(dir.path())
+        .args(["show", &id, "--field", "state"])
+        .assert()
+        .success()
+        .stdout("SUBMITTED\n");
+    let out = cli(dir.path())
+        .args(["show", &id])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    // The stored file as it is, fields in their documented order.
+    let stored = std::fs::read(dir.path().join(format!("records/{id}.json"))).unwrap();
+    assert_eq!(out.stdout, stored);
+    let shown: Record = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown, store.show(&id).unwrap());
+    let history = cli(dir.path())
+        .args(["show", &id, "--field", "history"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&history.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+#[test]
+fn cli_refusals_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().to_path_buf());
+    let unknown = "tao-20000101-000000-0000";
+    for args in [vec!["show", unknown], vec!["mark", unknown, "RUNNING"]] {
+        let out = cli(dir.path())
+            .args(&args)
+            .assert()
+            .code(1)
+            .get_output()
+            .clone();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains(unknown),
+            "{stderr}"
+        );
+    }
+    let id = store.open(fields()).unwrap().id;
+    cli(dir.path())
+        .args(["mark", &id, "CANCELED", "--reason", "not needed"])
+        .assert()
+        .success();
+    let out = cli(dir.path())
+        .args(["mark", &id, "RUNNING"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("CANCELED") && stderr.contains("RUNNING") && stderr.contains(&*id),
+        "{stderr}"
+    );
+    assert_eq!(
+        store
+            .show(&id)
+            .unwrap()
+            .history
+            .last()
+            .unwrap()
+            .reason
+            .as_deref(),
+        Some("not needed")
+    );
+}
+
+#[test]
+fn cli_usage_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = Store::new(dir.path().to_path_buf())
+        .open(fields())
+        .unwrap()
+        .id;
+    let mut bad_tier = OPEN_ARGS.to_vec();
+    bad_tier[8] = "B";
+    for args in [
+        vec!["mark", &id, "DONE"],
+        vec!["open", "--image", "x"],
+        bad_tier,
+        vec!["show", "../../etc/passwd"],
+        vec!["mark", "Tao-1", "RUNNING"],
+        vec!["mark", &id, "SUBMITTED", "--backend-ref", "no-slash"],
+        vec!["list", "--format", "yaml"],
+        vec![],
+    ] {
+        cli(dir.path()).args(&args).assert().code(2);
+    }
+    // Nothing above touched the record.
+    assert_eq!(
+        Store::new(dir.path().to_path_buf())
+            .show(&id)
+            .unwrap()
+            .history
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn cli_list_text_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    cli(dir.path()).args(["list"]).assert().success().stdout("");
+    let store = Store::new(dir.path().to_path_buf());
+    let a = store.open(fields()).unwrap().id;
+    let b = store
+        .open(NewRecord {
+            action: "evaluate".into(),
+            ..fields()
+        })
+        .unwrap()
+        .id;
+    store
+        .mark(
+            &b,
+            State::Submitted,
+            "driver",
+            None,
+            Some("vision/tao-eval"),
+        )
+        .unwrap();
+    let out = cli(dir.path())
+        .args(["list"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let image = "nvcr.io/nvidia/tao/tao-toolkit:5.5.0-pyt";
+    let mut expected = vec![
+        vec![a.as_str(), "OPEN", "-", "train", image],
+        vec![
+            b.as_str(),
+            "SUBMITTED",
+            "vision/tao-eval",
+            "evaluate",
+            image,
+        ],
+    ];
+    expected.sort();
+    assert_eq!(rows, expected);
+    let out = cli(dir.path())
+        .args(["list", "--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let listed: Vec<Record> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed, store.list().unwrap());
+}
