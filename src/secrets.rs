@@ -192,8 +192,14 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
             push(&mut out, finding(AWS_SECRET, m.range()));
         }
     }
-    let assignments = text.contains(['=', ':']);
-    let flags = text.contains("--");
+    // The name rule needs a name with a secret word, and every one of SECRET_WORDS contains one
+    // of these: text without them holds no assignment worth parsing.
+    let lower = text.to_ascii_lowercase();
+    let named = ["key", "token", "secret", "pass", "cred"]
+        .iter()
+        .any(|w| lower.contains(w));
+    let assignments = named && text.contains(['=', ':']);
+    let flags = named && text.contains("--");
     for (re, is_flag) in [(&*ASSIGN, false), (&*FLAG, true)]
         .into_iter()
         .filter(|(_, f)| if *f { flags } else { assignments })
