@@ -151,6 +151,19 @@ pub const NCCL_PROBE: &str = include_str!("../scripts/nccl_probe.py");
 /// Seconds a probe may run before its Job fails: a hang becomes a failure.
 pub const NCCL_PROBE_DEADLINE: u32 = 300;
 
+/// The base name of a request's NCCL probe.
+pub fn probe_name(name: &str) -> String {
+    format!("{name}-nccl-probe")
+}
+
+/// The nvcr.io pull Secret the driver script creates from NGC_KEY: for an nvcr.io image when
+/// the request names no pull Secret.
+pub fn ngc_pull_secret(req: &ActionRequest) -> Option<String> {
+    let spec = &req.spec;
+    (spec.image.starts_with("nvcr.io/") && spec.image_pull_secrets.is_empty())
+        .then(|| Names::derive(&req.metadata.name, req.nodes(), None).pull_secret)
+}
+
 /// The request of the NCCL probe for `req`: two nodes with its image, GPUs per node,
 /// scheduling, pull secrets, `/dev/shm` and rendezvous settings, running the probe program
 /// instead of the action, with no storage and no credentials.
@@ -162,7 +175,11 @@ pub fn nccl_probe(req: &ActionRequest) -> Result<ActionRequest, Diagnostic> {
         );
     }
     let mut probe = req.clone();
-    probe.metadata.name = format!("{}-nccl-probe", req.metadata.name);
+    probe.metadata.name = probe_name(&req.metadata.name);
+    // The probe pulls the job's image with the job's pull Secret (created before the probe).
+    if let Some(pull) = ngc_pull_secret(req) {
+        probe.spec.image_pull_secrets = vec![pull];
+    }
     let spec = &mut probe.spec;
     spec.action = "nccl-probe".into();
     spec.command = crate::request::Command {
@@ -763,9 +780,7 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
             tolerations.push(gpu_toleration);
         }
     }
-    let ngc_pull_secret = (spec.image.starts_with("nvcr.io/")
-        && spec.image_pull_secrets.is_empty())
-    .then(|| names.pull_secret.clone());
+    let ngc_pull_secret = ngc_pull_secret(req);
     let image_pull_secrets = match &ngc_pull_secret {
         Some(name) => vec![name.clone()],
         None => spec.image_pull_secrets.clone(),

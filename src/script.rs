@@ -45,6 +45,8 @@ pub struct ScriptPlan {
     pub results_dir: String,
     /// The container whose logs `job.sh logs` shows.
     pub main_container: String,
+    /// The Job of the NCCL probe (`nccl-probe.yaml`), as the compiler names it.
+    pub probe_job: String,
 }
 
 impl ScriptPlan {
@@ -110,6 +112,12 @@ impl ScriptPlan {
             },
             results_dir: spec.results_dir.clone(),
             main_container: crate::plan::MAIN_CONTAINER.into(),
+            probe_job: crate::names::Names::derive(
+                &crate::plan::probe_name(&req.metadata.name),
+                2,
+                None,
+            )
+            .job,
         }
     }
 }

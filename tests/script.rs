@@ -1,0 +1,1238 @@
+//! Scenario tests of the driver script: the `job.sh` of a rendered bundle runs, as shipped,
+//! against `fixtures/kubectl/fake-kubectl`, which logs every kubectl call and answers from a
+//! scenario file (`fixtures/kubectl/scenarios/*.scenario`). Each test asserts the exit code,
+//! the key stderr lines, the job record, and the exact sequence of the mutating kubectl calls
+//! (apply, create, patch, delete). Credentials are recognisably fake values that must appear
+//! nowhere but on the stdin of the Secret-creating calls.
+
+use assert_cmd::cargo::cargo_bin;
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const CONTEXT: &str = "test-ctx";
+/// The Job uid the scenarios answer.
+const UID: &str = "5f0c1b2a-7d3e-4c8f-9a1b-2c3d4e5f6a7b";
+
+const HF_TOKEN: (&str, &str) = ("HF_TOKEN", "hf_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0001");
+const AWS_SECRET_ACCESS_KEY: (&str, &str) = (
+    "AWS_SECRET_ACCESS_KEY",
+    "FAKEfakeFAKEfakeFAKEfakeFAKEfakeFAKE0002",
+);
+const AWS_ACCESS_KEY_ID: (&str, &str) = ("AWS_ACCESS_KEY_ID", "AKIAFAKEFAKEFAKE0003");
+const NGC_KEY: (&str, &str) = ("NGC_KEY", "nvapi-FAKEfakeFAKEfakeFAKEfakeFAKEfake0004");
+const ACCESS_KEY: (&str, &str) = ("ACCESS_KEY", "AKIAFAKELEGACYFAKE05");
+const SECRET_KEY: (&str, &str) = ("SECRET_KEY", "FAKElegacyFAKElegacyFAKElegacy0006");
+/// Not a credential, but it travels in the Secret too.
+const S3_BUCKET_NAME: (&str, &str) = ("S3_BUCKET_NAME", "tao-bucket");
+
+const DRY_RUN: &str = "apply --dry-run=server -f $BUNDLE/manifest.yaml -o json";
+const APPLY: &str = "apply -f $BUNDLE/manifest.yaml";
+const STDIN_APPLY: &str = "apply -f - <stdin>";
+
+/// A temporary directory with a rendered bundle (`bundle/`), the fake kubectl first on PATH
+/// (`bin/`), the state directory (`state/`), TMPDIR (`tmp/`) and the files the fake answers
+/// with (`files/`: the server's dry-run answer).
+struct Sandbox {
+    dir: tempfile::TempDir,
+    request: String,
+}
+
+/// One run of `job.sh`.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    calls: Vec<Call>,
+    /// The raw log of the fake kubectl.
+    log: String,
+    bundle: PathBuf,
+    tmp: PathBuf,
+}
+
+/// One kubectl call, as the fake logged it.
+struct Call {
+    argv: Vec<String>,
+    stdin: bool,
+    stdin_len: u64,
+    files: Vec<Value>,
+}
+
+fn tao(args: &[&str], state: &Path) -> std::process::Output {
+    Command::new(cargo_bin("tao-k8s"))
+        .args(args)
+        .env("TAO_K8S_STATE_DIR", state)
+        .env_remove("TAO_K8S_NAMESPACE")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+impl Sandbox {
+    /// `request` is relative to the repository.
+    fn new(request: &str) -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["bin", "state", "tmp", "files", "home"] {
+            fs::create_dir(dir.path().join(sub)).unwrap();
+        }
+        std::os::unix::fs::symlink(
+            Path::new(ROOT).join("fixtures/kubectl/fake-kubectl"),
+            dir.path().join("bin/kubectl"),
+        )
+        .unwrap();
+        let sandbox = Sandbox {
+            dir,
+            request: request.to_string(),
+        };
+        sandbox.render("bundle");
+        sandbox.write_answer();
+        sandbox
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Render the bundle into `into`: a second one is a fresh shell's view, without the
+    /// `record-id` that submit writes beside the script.
+    fn render(&self, into: &str) {
+        let out = self.path(into);
+        let request = Path::new(ROOT).join(&self.request);
+        let r = tao(
+            &[
+                "render",
+                request.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &self.path("state"),
+        );
+        assert!(
+            r.status.success(),
+            "render {}: {}",
+            self.request,
+            String::from_utf8_lossy(&r.stderr)
+        );
+    }
+
+    /// The rendered objects as the API server returns them from a dry run (`-o json`: the
+    /// object, or a List), with the fields the server adds.
+    fn write_answer(&self) {
+        let request = Path::new(ROOT).join(&self.request);
+        let r = tao(
+            &["render", request.to_str().unwrap(), "-o", "json"],
+            &self.path("state"),
+        );
+        assert!(r.status.success());
+        let mut answer: Value = serde_json::from_slice(&r.stdout).unwrap();
+        let add = |object: &mut Value| {
+            let meta = object["metadata"].as_object_mut().unwrap();
+            meta.insert("uid".into(), UID.into());
+            meta.insert("resourceVersion".into(), "4711".into());
+            meta.insert("creationTimestamp".into(), "2026-12-02T08:31:07Z".into());
+        };
+        match answer["items"].as_array_mut() {
+            Some(items) => items.iter_mut().for_each(add),
+            None => add(&mut answer),
+        }
+        fs::write(
+            self.path("files/dry-run.json"),
+            serde_json::to_string_pretty(&answer).unwrap(),
+        )
+        .unwrap();
+    }
+
+    /// `files/dry-run-dropped.json`: the dry-run answer without the field at `pointer`.
+    fn write_answer_without(&self, pointer: &str) {
+        let text = fs::read_to_string(self.path("files/dry-run.json")).unwrap();
+        let mut answer: Value = serde_json::from_str(&text).unwrap();
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        let removed = answer
+            .pointer_mut(parent)
+            .and_then(|p| p.as_object_mut())
+            .and_then(|p| p.remove(key));
+        assert!(removed.is_some(), "the answer has no {pointer}");
+        fs::write(
+            self.path("files/dry-run-dropped.json"),
+            serde_json::to_string_pretty(&answer).unwrap(),
+        )
+        .unwrap();
+    }
+
+    /// `bash job.sh ARGS` of the bundle in `bundle`, against `scenario`, with a clean
+    /// environment plus `env` (which may override the defaults).
+    fn run_in(&self, bundle: &str, scenario: &str, env: &[(&str, &str)], args: &[&str]) -> Run {
+        let log = self.path("kubectl.log");
+        let _ = fs::remove_file(&log);
+        let bundle = self.path(bundle);
+        let path = format!(
+            "{}:{}",
+            self.path("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let scenario = Path::new(ROOT)
+            .join("fixtures/kubectl/scenarios")
+            .join(format!("{scenario}.scenario"));
+        let out = Command::new("bash")
+            .arg(bundle.join("job.sh"))
+            .args(args)
+            .env_clear()
+            .env("PATH", path)
+            .env("HOME", self.path("home"))
+            .env("TMPDIR", self.path("tmp"))
+            .env("TAO_K8S_BIN", cargo_bin("tao-k8s"))
+            .env("TAO_K8S_STATE_DIR", self.path("state"))
+            .env("TAO_K8S_CONTEXT", CONTEXT)
+            .env("TAO_K8S_SKIP_NODE_RUNTIME_CHECK", "1")
+            .env("TAO_K8S_POLL_SECONDS", "1")
+            .env("FAKE_KUBECTL_LOG", &log)
+            .env("FAKE_KUBECTL_SCENARIO", scenario)
+            .env("FAKE_KUBECTL_FILES", self.path("files"))
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let log = fs::read_to_string(&log).unwrap_or_default();
+        let calls = log
+            .lines()
+            .map(|line| {
+                let v: Value = serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("the fake logged {line:?}: {e}"));
+                Call {
+                    argv: v["argv"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|a| a.as_str().unwrap().to_string())
+                        .collect(),
+                    stdin: v["stdin"].as_bool().unwrap(),
+                    stdin_len: v["stdin_len"].as_u64().unwrap(),
+                    files: v["files"].as_array().unwrap().clone(),
+                }
+            })
+            .collect();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8(out.stdout).unwrap(),
+            stderr: String::from_utf8(out.stderr).unwrap(),
+            calls,
+            log,
+            bundle,
+            tmp: self.path("tmp"),
+        }
+    }
+
+    fn run(&self, scenario: &str, env: &[(&str, &str)], args: &[&str]) -> Run {
+        self.run_in("bundle", scenario, env, args)
+    }
+
+    /// `tao-k8s record show ID` as JSON.
+    fn record(&self, id: &str) -> Value {
+        let r = tao(&["record", "show", id], &self.path("state"));
+        assert!(
+            r.status.success(),
+            "record show {id}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        serde_json::from_slice(&r.stdout).unwrap()
+    }
+
+    /// The record id submit wrote beside the script.
+    fn record_id(&self) -> String {
+        fs::read_to_string(self.path("bundle/record-id"))
+            .expect("submit wrote bundle/record-id")
+            .trim()
+            .to_string()
+    }
+
+    /// The ids of every record in the state directory.
+    fn record_ids(&self) -> Vec<String> {
+        let Ok(entries) = fs::read_dir(self.path("state/records")) else {
+            return Vec::new();
+        };
+        let mut ids: Vec<String> = entries
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter_map(|name| name.strip_suffix(".json").map(str::to_string))
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// A record as an earlier submit in another shell left it: RUNNING, bound to `backend`.
+    fn running_record(&self, backend: &str) -> String {
+        let state = self.path("state");
+        let open = tao(
+            &[
+                "record",
+                "open",
+                "--image",
+                "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",
+                "--network-arch",
+                "rtdetr",
+                "--action",
+                "train",
+                "--storage-tier",
+                "A",
+                "--results-dir",
+                "/results/rtdetr",
+                "--source",
+                "driver",
+            ],
+            &state,
+        );
+        assert!(open.status.success());
+        let id = String::from_utf8(open.stdout).unwrap().trim().to_string();
+        for mark in [
+            vec!["record", "mark", &id, "SUBMITTED", "--source", "driver"],
+            vec![
+                "record",
+                "mark",
+                &id,
+                "RUNNING",
+                "--source",
+                "driver",
+                "--backend-ref",
+                backend,
+            ],
+        ] {
+            assert!(tao(&mark, &state).status.success());
+        }
+        id
+    }
+
+    /// Every file under the sandbox except the fake's log, the answers and the bin link.
+    fn files_written(&self) -> Vec<PathBuf> {
+        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+            for entry in fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(&path, out);
+                } else {
+                    out.push(path);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for sub in ["state", "tmp", "home", "bundle"] {
+            walk(&self.path(sub), &mut out);
+        }
+        out
+    }
+}
+
+impl Run {
+    /// Every call names the context and the namespace first.
+    fn assert_scoped(&self, namespace: &str) {
+        self.assert_scoped_in(CONTEXT, namespace);
+    }
+
+    fn assert_scoped_in(&self, context: &str, namespace: &str) {
+        for call in &self.calls {
+            assert_eq!(
+                call.argv[..4],
+                ["--context", context, "--namespace", namespace],
+                "a kubectl call without the context and namespace: {:?}",
+                call.argv
+            );
+        }
+    }
+
+    /// A call as one line: the bundle directory written `$BUNDLE`, the script's temporary
+    /// directory `$TMP`, jsonpath templates shortened, ` <stdin>` when data came on stdin.
+    fn line(&self, call: &Call) -> String {
+        let tmp = regex::Regex::new(&format!(
+            "{}/tmp\\.[A-Za-z0-9]+",
+            regex::escape(&self.tmp.display().to_string())
+        ))
+        .unwrap();
+        let words: Vec<String> = call.argv[4..]
+            .iter()
+            .map(|a| {
+                if a.starts_with("jsonpath=") {
+                    "jsonpath=…".to_string()
+                } else {
+                    a.replace(&self.bundle.display().to_string(), "$BUNDLE")
+                }
+            })
+            .collect();
+        let line = tmp.replace_all(&words.join(" "), "$$TMP").into_owned();
+        if call.stdin { line + " <stdin>" } else { line }
+    }
+
+    /// Every call, as lines.
+    fn lines(&self) -> Vec<String> {
+        self.calls.iter().map(|c| self.line(c)).collect()
+    }
+
+    /// The calls that change the cluster, as lines (the `--dry-run=server` apply among them).
+    fn mutations(&self) -> Vec<String> {
+        self.calls
+            .iter()
+            .filter(|c| {
+                matches!(
+                    c.argv.get(4).map(String::as_str),
+                    Some("apply" | "create" | "patch" | "delete")
+                )
+            })
+            .map(|c| self.line(c))
+            .collect()
+    }
+
+    fn assert_code(&self, code: i32) {
+        assert_eq!(
+            self.code, code,
+            "exit code\n--- stdout\n{}--- stderr\n{}--- kubectl\n{}",
+            self.stdout, self.stderr, self.log
+        );
+    }
+
+    fn assert_stderr(&self, line: &str) {
+        assert!(
+            self.stderr.lines().any(|l| l.contains(line)),
+            "stderr has no line with {line:?}:\n{}",
+            self.stderr
+        );
+    }
+
+    /// Each Secret is created by `create secret ... --dry-run=client -o yaml` (nothing on its
+    /// stdin) piped into `apply -f -` (the Secret on its stdin), from 0600 files.
+    fn assert_secrets_through_stdin(&self) {
+        for (i, call) in self.calls.iter().enumerate() {
+            if call.argv[4..].starts_with(&["create".into(), "secret".into()]) {
+                assert!(!call.stdin, "{:?}", call.argv);
+                assert!(
+                    call.argv.iter().any(|a| a == "--dry-run=client"),
+                    "{:?}",
+                    call.argv
+                );
+                assert!(!call.files.is_empty(), "no file: {:?}", call.argv);
+                for file in &call.files {
+                    assert_eq!(file["mode"], "600", "{file} of {:?}", call.argv);
+                }
+                let next = self.calls.get(i + 1).expect("an apply after the create");
+                assert_eq!(next.argv[4..], ["apply", "-f", "-"]);
+                assert!(next.stdin && next.stdin_len > 0, "apply -f - had no stdin");
+            }
+        }
+    }
+
+    /// The keys of the env file each `create secret ... --from-env-file` read, in order.
+    fn env_file_keys(&self) -> Vec<Vec<String>> {
+        self.calls
+            .iter()
+            .flat_map(|c| &c.files)
+            .filter(|f| f["flag"] == "--from-env-file")
+            .map(|f| {
+                f["keys"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|k| k.as_str().unwrap().to_string())
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// Every request the repository ships, relative to it: the valid fixtures, the examples and
+/// the requests of these tests.
+fn requests() -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in [
+        "fixtures/requests/valid",
+        "examples",
+        "fixtures/kubectl/requests",
+    ] {
+        let mut names: Vec<String> = fs::read_dir(Path::new(ROOT).join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".yaml"))
+            .map(|name| format!("{dir}/{name}"))
+            .collect();
+        names.sort();
+        out.extend(names);
+    }
+    out
+}
+
+fn strings(lines: &[&str]) -> Vec<String> {
+    lines.iter().map(|l| l.to_string()).collect()
+}
+
+/// `create secret` of the credentials Secret, and its apply.
+fn env_secret(name: &str) -> Vec<String> {
+    vec![
+        format!("create secret generic {name} --from-env-file=$TMP/env --dry-run=client -o yaml"),
+        STDIN_APPLY.to_string(),
+    ]
+}
+
+/// `create secret` of the nvcr.io pull Secret, and its apply.
+fn pull_secret(name: &str) -> Vec<String> {
+    vec![
+        format!(
+            "create secret generic {name} --type=kubernetes.io/dockerconfigjson \
+             --from-file=.dockerconfigjson=$TMP/docker.json --dry-run=client -o yaml"
+        ),
+        STDIN_APPLY.to_string(),
+    ]
+}
+
+/// The ownerReferences patch that attaches `object` to the Job.
+fn owned(object: &str, job: &str) -> String {
+    format!(
+        "patch {object} --type=merge -p {{\"metadata\":{{\"ownerReferences\":[{{\"apiVersion\":\
+         \"batch/v1\",\"kind\":\"Job\",\"name\":\"{job}\",\"uid\":\"{UID}\"}}]}}}}"
+    )
+}
+
+/// The NCCL probe: a stale probe Job removed, the probe applied, then removed.
+fn probe(job: &str) -> Vec<String> {
+    vec![
+        format!("delete job {job}-nccl-probe --ignore-not-found --wait=true"),
+        "apply -f $BUNDLE/nccl-probe.yaml".to_string(),
+        "delete -f $BUNDLE/nccl-probe.yaml --ignore-not-found".to_string(),
+    ]
+}
+
+fn states(record: &Value) -> Vec<&str> {
+    record["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["state"].as_str().unwrap())
+        .collect()
+}
+
+fn last_reason(record: &Value) -> &str {
+    record["history"].as_array().unwrap().last().unwrap()["reason"]
+        .as_str()
+        .unwrap_or("")
+}
+
+/// Standard base64, to look for a value as a Secret's `data` would hold it.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
+        let n = (b(0) << 16) | (b(1) << 8) | b(2);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// No credential value, plain or base64, in any kubectl argv, the fake's log, the script's
+/// stdout and stderr, or any file left in the sandbox (records, the bundle, TMPDIR, HOME);
+/// and the script's temporary directory is gone.
+fn assert_no_leak(sandbox: &Sandbox, run: &Run, values: &[(&str, &str)]) {
+    for (name, value) in values {
+        // As given, as a Secret's data holds it, as the `auth` of a docker config holds it.
+        let encoded =
+            [value.to_string(), format!("$oauthtoken:{value}")].map(|v| base64(v.as_bytes()));
+        for needle in [value.to_string(), encoded[0].clone(), encoded[1].clone()] {
+            for call in &run.calls {
+                assert!(
+                    !call.argv.iter().any(|a| a.contains(&needle)),
+                    "{name} in the argv {:?}",
+                    call.argv
+                );
+            }
+            assert!(!run.log.contains(&needle), "{name} in the kubectl log");
+            assert!(!run.stdout.contains(&needle), "{name} on stdout");
+            assert!(!run.stderr.contains(&needle), "{name} on stderr");
+            for file in sandbox.files_written() {
+                let text = String::from_utf8_lossy(&fs::read(&file).unwrap()).into_owned();
+                assert!(!text.contains(&needle), "{name} in {}", file.display());
+            }
+        }
+    }
+    let left: Vec<_> = fs::read_dir(&run.tmp).unwrap().collect();
+    assert!(left.is_empty(), "the script left {left:?} in TMPDIR");
+}
+
+// ---------------------------------------------------------------------------------------------
+// submit: the happy paths
+
+#[test]
+fn single_node_submit_runs_the_gates_opens_a_record_applies_and_binds_the_job() {
+    let job = "tao-7f3a9c1e-2b4d-4e8f-9a6b-0c1d2e3f4a5b";
+    let s = Sandbox::new("fixtures/requests/valid/uuid-name.yaml");
+    let run = s.run(
+        "healthy-cluster",
+        &[HF_TOKEN, ("TAO_K8S_SKIP_NODE_RUNTIME_CHECK", "0")],
+        &["submit"],
+    );
+    run.assert_code(0);
+    let id = s.record_id();
+    assert_eq!(run.stdout, format!("{id} default/{job}\n"));
+    run.assert_stderr(&format!("tao-k8s: job record {id}"));
+    run.assert_stderr("tao-k8s: NGC_KEY is not set: no nvcr.io pull Secret is created");
+
+    // Every gate, in order, before anything changes.
+    run.assert_scoped("default");
+    let lines = run.lines();
+    let first_change = lines.iter().position(|l| l.starts_with("create")).unwrap();
+    assert_eq!(
+        lines[..first_change],
+        strings(&[
+            "get --raw /version",
+            "auth can-i create jobs",
+            "auth can-i create secrets",
+            "get nodes -o jsonpath=…",
+            "get nodes -l nvidia.com/gpu.present=true -o jsonpath=…",
+            "get nodes -o jsonpath=…",
+            "get pvc tao-results -o jsonpath=…",
+        ])
+    );
+    assert_eq!(
+        run.mutations(),
+        [
+            env_secret(&format!("{job}-creds")),
+            strings(&[DRY_RUN, APPLY]),
+            vec![owned(&format!("secret/{job}-creds"), job)],
+        ]
+        .concat()
+    );
+    assert_eq!(run.env_file_keys(), [["HF_TOKEN"]]);
+    run.assert_secrets_through_stdin();
+
+    let record = s.record(&id);
+    assert_eq!(record["state"], "RUNNING");
+    assert_eq!(record["backendRef"], format!("default/{job}"));
+    assert_eq!(states(&record), ["OPEN", "SUBMITTED", "RUNNING"]);
+    assert_eq!(record["image"], "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt");
+    assert_eq!(record["networkArch"], "dino");
+    assert_eq!(record["action"], "inference");
+    assert_eq!(record["storageTier"], "A");
+    assert_eq!(record["resultsDir"], "/results/infer");
+    assert_eq!(s.record_ids(), [id]);
+    assert_no_leak(&s, &run, &[HF_TOKEN]);
+}
+
+#[test]
+fn four_node_submit_runs_the_nccl_probe_once_per_context() {
+    let job = "rtdetr-train-4n";
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    let after_probe = [
+        strings(&[DRY_RUN, APPLY]),
+        vec![
+            owned(&format!("service/{job}"), job),
+            owned(&format!("configmap/{job}-spec"), job),
+        ],
+    ]
+    .concat();
+
+    let first = s.run("healthy-cluster", &[], &["submit"]);
+    first.assert_code(0);
+    first.assert_scoped("default");
+    assert_eq!(
+        first.mutations(),
+        [probe(job), after_probe.clone()].concat()
+    );
+    first.assert_stderr("tao-k8s nccl-probe: OK: all-reduce of 256 MiB");
+    // The probe completes before the record opens and the manifest is tried.
+    let lines = first.lines();
+    let at = |line: &str| lines.iter().position(|l| l == line).unwrap();
+    let wait = at(&format!("get job {job}-nccl-probe -o jsonpath=…"));
+    assert!(at("apply -f $BUNDLE/nccl-probe.yaml") < wait && wait < at(DRY_RUN));
+    assert!(s.path(&format!("state/nccl-probe/{CONTEXT}.ok")).is_file());
+    let first_id = s.record_id();
+    assert_eq!(s.record(&first_id)["state"], "RUNNING");
+    assert_eq!(first.stdout, format!("{first_id} default/{job}\n"));
+
+    // Same context: the cached probe.
+    let second = s.run("healthy-cluster", &[], &["submit"]);
+    second.assert_code(0);
+    second.assert_stderr(&format!(
+        "tao-k8s: NCCL probe passed before on context {CONTEXT}"
+    ));
+    assert_eq!(second.mutations(), after_probe);
+    assert_ne!(s.record_id(), first_id, "every submit opens its own record");
+
+    // --reprobe forces it.
+    let third = s.run("healthy-cluster", &[], &["submit", "--reprobe"]);
+    third.assert_code(0);
+    assert_eq!(
+        third.mutations(),
+        [probe(job), after_probe.clone()].concat()
+    );
+
+    // Another context has not been probed.
+    let other = s.run(
+        "healthy-cluster",
+        &[("TAO_K8S_CONTEXT", "other-ctx")],
+        &["submit"],
+    );
+    other.assert_code(0);
+    other.assert_scoped_in("other-ctx", "default");
+    assert_eq!(other.mutations(), [probe(job), after_probe].concat());
+    assert_eq!(s.record_ids().len(), 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// submit: the gates refuse before anything is applied and before the record opens
+
+/// Refused by a gate: exit 1 with `message`, no change to the cluster, no record.
+fn assert_refused_by_a_gate(s: &Sandbox, run: &Run, message: &str) {
+    run.assert_code(1);
+    run.assert_stderr(message);
+    assert_eq!(run.mutations(), Vec::<String>::new());
+    assert_eq!(run.stdout, "");
+    assert_eq!(s.record_ids(), Vec::<String>::new(), "a record was opened");
+    assert!(!s.path("bundle/record-id").exists());
+}
+
+#[test]
+fn gpus_spread_over_too_many_nodes_are_refused_before_the_record_opens() {
+    // tier-c-4-nodes needs 4 nodes with 8 GPUs each: the cluster has 32 GPUs on 8 nodes of 4.
+    let s = Sandbox::new("fixtures/requests/valid/tier-c-4-nodes.yaml");
+    let credentials = [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, HF_TOKEN, NGC_KEY];
+    let run = s.run("gpus-spread-thin", &credentials, &["submit"]);
+    assert_refused_by_a_gate(
+        &s,
+        &run,
+        "tao-k8s: capacity: 4 node(s) with 8 allocatable nvidia.com/gpu each are needed, 0 match",
+    );
+    assert_no_leak(&s, &run, &credentials);
+}
+
+#[test]
+fn a_server_older_than_1_28_is_refused_for_multi_node_only() {
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-2.yaml");
+    let run = s.run("kube-1.27", &[], &["submit"]);
+    assert_refused_by_a_gate(
+        &s,
+        &run,
+        "tao-k8s: multi-node needs Kubernetes 1.28 or newer, the server is 1.27",
+    );
+    run.assert_scoped("vision");
+
+    // A single-node Job needs nothing newer.
+    let single = Sandbox::new("fixtures/requests/valid/args-mode.yaml");
+    let run = single.run("kube-1.27", &[], &["submit"]);
+    run.assert_code(0);
+    assert_eq!(run.mutations(), [DRY_RUN, APPLY]);
+    let id = single.record_id();
+    assert_eq!(run.stdout, format!("{id} vision/classification-evaluate\n"));
+    assert_eq!(
+        single.record(&id)["backendRef"],
+        "vision/classification-evaluate"
+    );
+}
+
+#[test]
+fn a_pending_pvc_is_refused() {
+    let s = Sandbox::new("fixtures/requests/valid/args-mode.yaml");
+    let run = s.run("pvc-pending", &[], &["submit"]);
+    assert_refused_by_a_gate(
+        &s,
+        &run,
+        "tao-k8s: PersistentVolumeClaim tao-results is Pending, not Bound",
+    );
+}
+
+#[test]
+fn an_old_gpu_driver_is_refused_unless_the_check_is_skipped() {
+    let s = Sandbox::new("fixtures/requests/valid/uuid-name.yaml");
+    let run = s.run(
+        "old-gpu-driver",
+        &[HF_TOKEN, ("TAO_K8S_SKIP_NODE_RUNTIME_CHECK", "0")],
+        &["submit"],
+    );
+    assert_refused_by_a_gate(
+        &s,
+        &run,
+        "tao-k8s: GPU nodes need NVIDIA driver 580 or newer",
+    );
+    run.assert_stderr("tao-k8s: node gpu-node-2 has NVIDIA driver 550, older than 580");
+
+    let skipped = s.run("old-gpu-driver", &[HF_TOKEN], &["submit"]);
+    skipped.assert_code(0);
+    skipped.assert_stderr("GPU node runtime check skipped (TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// submit: the server refuses after the record opened
+
+#[test]
+fn a_dry_run_rejection_marks_the_record_failed_and_applies_nothing() {
+    let s = Sandbox::new("fixtures/requests/valid/args-mode.yaml");
+    let run = s.run("dry-run-rejected", &[], &["submit"]);
+    run.assert_code(1);
+    run.assert_stderr("admission webhook \"gpu-quota.example.com\" denied the request");
+    run.assert_stderr("tao-k8s: the API server refused the manifest (dry run)");
+    assert_eq!(run.mutations(), [DRY_RUN]);
+    let record = s.record(&s.record_id());
+    assert_eq!(record["state"], "FAILED");
+    assert_eq!(states(&record), ["OPEN", "FAILED"]);
+    assert_eq!(
+        last_reason(&record),
+        "the API server refused the manifest (dry run)"
+    );
+    assert!(record.get("backendRef").is_none());
+}
+
+#[test]
+fn a_field_the_server_drops_marks_the_record_failed_and_applies_nothing() {
+    let s = Sandbox::new("fixtures/requests/valid/args-mode.yaml");
+    s.write_answer_without("/spec/activeDeadlineSeconds");
+    let run = s.run("field-dropped", &[], &["submit"]);
+    run.assert_code(1);
+    run.assert_stderr(
+        "tao-k8s: the API server dropped Job/classification-evaluate: spec.activeDeadlineSeconds",
+    );
+    run.assert_stderr("tao-k8s: the API server would drop fields of the manifest");
+    assert_eq!(run.mutations(), [DRY_RUN]);
+    let record = s.record(&s.record_id());
+    assert_eq!(states(&record), ["OPEN", "FAILED"]);
+    assert_eq!(
+        last_reason(&record),
+        "the API server would drop fields of the manifest"
+    );
+}
+
+/// A submit that fails after the Secrets were created must not leave them behind: nothing
+/// owns them (the Job was never applied), so nothing would ever delete them.
+#[test]
+fn a_refused_submit_leaves_no_credentials_secret_behind() {
+    let s = Sandbox::new("fixtures/requests/valid/uuid-name.yaml");
+    let run = s.run("dry-run-rejected", &[HF_TOKEN, NGC_KEY], &["submit"]);
+    run.assert_code(1);
+    assert_eq!(s.record(&s.record_id())["state"], "FAILED");
+    let mutations = run.mutations();
+    assert!(!mutations.iter().any(|m| m == APPLY));
+    for (i, m) in mutations.iter().enumerate() {
+        if let Some(rest) = m.strip_prefix("create secret generic ") {
+            let name = rest.split(' ').next().unwrap();
+            assert!(
+                mutations[i..]
+                    .iter()
+                    .any(|d| d.starts_with(&format!("delete secret {name} "))),
+                "the Secret {name} stays behind after the refused submit:\n{mutations:#?}"
+            );
+        }
+    }
+}
+
+/// A Secret the server refuses: the record was opened, so it must end FAILED, not stay OPEN.
+#[test]
+fn a_refused_secret_marks_the_record_failed() {
+    let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
+    let credentials = [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY];
+    let run = s.run("secret-refused", &credentials, &["submit"]);
+    run.assert_code(1);
+    run.assert_stderr("secrets are forbidden");
+    // Nothing after the refused Secret, but perhaps a clean-up of it.
+    let mutations = run.mutations();
+    assert_eq!(mutations[..2], env_secret("yolo-train-s3-creds"));
+    assert!(
+        mutations[2..]
+            .iter()
+            .all(|m| m == "delete secret yolo-train-s3-creds --ignore-not-found"),
+        "{mutations:#?}"
+    );
+    let record = s.record(&s.record_id());
+    assert_eq!(states(&record), ["OPEN", "FAILED"], "{record:#}");
+    assert_no_leak(&s, &run, &credentials);
+}
+
+// ---------------------------------------------------------------------------------------------
+// credentials
+
+#[test]
+fn credentials_reach_kubectl_only_on_stdin() {
+    // tier-c: S3 keys (and the bucket) in the credentials Secret, NGC_KEY in the pull Secret.
+    let job = "yolo-train-s3";
+    let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
+    let credentials = [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, NGC_KEY];
+    let env = [credentials.as_slice(), &[S3_BUCKET_NAME]].concat();
+    let run = s.run("healthy-cluster", &env, &["submit"]);
+    run.assert_code(0);
+    assert_eq!(
+        run.mutations(),
+        [
+            env_secret(&format!("{job}-creds")),
+            pull_secret(&format!("{job}-ngc")),
+            strings(&[DRY_RUN, APPLY]),
+            vec![
+                owned(&format!("secret/{job}-creds"), job),
+                owned(&format!("secret/{job}-ngc"), job),
+            ],
+        ]
+        .concat()
+    );
+    assert_eq!(
+        run.env_file_keys(),
+        [[
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "S3_BUCKET_NAME"
+        ]]
+    );
+    run.assert_secrets_through_stdin();
+    assert_no_leak(&s, &run, &credentials);
+
+    // cancel deletes both Secrets with the Job.
+    let cancel = s.run("healthy-cluster", &env, &["cancel"]);
+    cancel.assert_code(0);
+    assert_eq!(
+        cancel.mutations(),
+        [
+            format!("delete job {job} --cascade=foreground --ignore-not-found"),
+            format!("delete secret {job}-creds --ignore-not-found"),
+            format!("delete secret {job}-ngc --ignore-not-found"),
+        ]
+    );
+    assert_no_leak(&s, &cancel, &credentials);
+
+    // uuid-name: credentials.extra HF_TOKEN.
+    let job = "tao-7f3a9c1e-2b4d-4e8f-9a6b-0c1d2e3f4a5b";
+    let s = Sandbox::new("fixtures/requests/valid/uuid-name.yaml");
+    let credentials = [HF_TOKEN, NGC_KEY];
+    let run = s.run("healthy-cluster", &credentials, &["submit"]);
+    run.assert_code(0);
+    assert_eq!(
+        run.mutations(),
+        [
+            env_secret(&format!("{job}-creds")),
+            pull_secret(&format!("{job}-ngc")),
+            strings(&[DRY_RUN, APPLY]),
+            vec![
+                owned(&format!("secret/{job}-creds"), job),
+                owned(&format!("secret/{job}-ngc"), job),
+            ],
+        ]
+        .concat()
+    );
+    assert_eq!(run.env_file_keys(), [["HF_TOKEN"]]);
+    run.assert_secrets_through_stdin();
+    assert_no_leak(&s, &run, &credentials);
+}
+
+#[test]
+fn legacy_access_key_and_secret_key_fill_the_aws_keys() {
+    let job = "yolo-train-s3";
+    let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
+    let run = s.run("healthy-cluster", &[ACCESS_KEY, SECRET_KEY], &["submit"]);
+    run.assert_code(0);
+    assert_eq!(
+        run.env_file_keys(),
+        [["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]]
+    );
+    assert_eq!(
+        run.mutations(),
+        [
+            env_secret(&format!("{job}-creds")),
+            strings(&[DRY_RUN, APPLY]),
+            vec![owned(&format!("secret/{job}-creds"), job)],
+        ]
+        .concat()
+    );
+    run.assert_secrets_through_stdin();
+    assert_no_leak(&s, &run, &[ACCESS_KEY, SECRET_KEY]);
+}
+
+#[test]
+fn a_missing_required_key_fails_the_record_and_creates_no_secret() {
+    let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
+    let credentials = [AWS_ACCESS_KEY_ID, NGC_KEY];
+    let run = s.run("healthy-cluster", &credentials, &["submit"]);
+    run.assert_code(1);
+    run.assert_stderr("tao-k8s: AWS_SECRET_ACCESS_KEY is not set in the environment");
+    assert_eq!(run.mutations(), Vec::<String>::new());
+    let record = s.record(&s.record_id());
+    assert_eq!(states(&record), ["OPEN", "FAILED"]);
+    assert_eq!(
+        last_reason(&record),
+        "AWS_SECRET_ACCESS_KEY is not set in the environment"
+    );
+    assert_no_leak(&s, &run, &credentials);
+}
+
+// ---------------------------------------------------------------------------------------------
+// status, logs, cancel: from the record
+
+#[test]
+fn status_in_a_fresh_shell_reads_the_record_and_reports_waiting_pods() {
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    let id = s.running_record("default/rtdetr-train-4n");
+    s.render("fresh");
+    let run = s.run_in("fresh", "job-waiting", &[], &["status", "--record", &id]);
+    run.assert_code(0);
+    assert_eq!(
+        run.stdout,
+        "default/rtdetr-train-4n: running active=4 succeeded= failed= completed-indexes= \
+         failed-indexes=\n  \
+         rtdetr-train-4n-0-x7k2p waits: ImagePullBackOff\n  \
+         rtdetr-train-4n-3-q9w8e waits: 0/6 nodes are available: 6 Insufficient nvidia.com/gpu.\n"
+    );
+    assert_eq!(
+        run.lines(),
+        [
+            "get job rtdetr-train-4n -o jsonpath=…",
+            "get job rtdetr-train-4n -o jsonpath=…",
+            "get pods -l batch.kubernetes.io/job-name=rtdetr-train-4n -o jsonpath=…",
+        ]
+    );
+    run.assert_scoped("default");
+    assert_eq!(s.record(&id)["state"], "RUNNING");
+}
+
+#[test]
+fn status_marks_the_record_succeeded_when_the_job_is_complete() {
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    let id = s.running_record("default/rtdetr-train-4n");
+    s.render("fresh");
+    let run = s.run_in("fresh", "job-complete", &[], &["status", "--record", &id]);
+    run.assert_code(0);
+    assert!(
+        run.stdout.starts_with("default/rtdetr-train-4n: Complete"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("succeeded=4"));
+    assert!(!run.stdout.contains("waits"));
+    assert_eq!(run.mutations(), Vec::<String>::new());
+    let record = s.record(&id);
+    assert_eq!(record["state"], "SUCCEEDED");
+    assert_eq!(
+        states(&record),
+        ["OPEN", "SUBMITTED", "RUNNING", "SUCCEEDED"]
+    );
+}
+
+#[test]
+fn logs_of_one_index() {
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    let id = s.running_record("default/rtdetr-train-4n");
+    let run = s.run(
+        "job-waiting",
+        &[],
+        &["logs", "--index", "2", "--record", &id],
+    );
+    run.assert_code(0);
+    assert_eq!(
+        run.lines(),
+        ["logs -l batch.kubernetes.io/job-name=rtdetr-train-4n,\
+          batch.kubernetes.io/job-completion-index=2 --prefix --tail 200 -c tao \
+          --max-log-requests 9"]
+    );
+    run.assert_scoped("default");
+    assert_eq!(
+        run.stdout,
+        "[pod/rtdetr-train-4n-2-m3n5q/tao] epoch 3/72: loss 0.412\n\
+         [pod/rtdetr-train-4n-2-m3n5q/tao] epoch 4/72: loss 0.398\n"
+    );
+
+    let run = s.run(
+        "job-waiting",
+        &[],
+        &["logs", "--tail", "50", "--follow", "--record", &id],
+    );
+    run.assert_code(0);
+    assert_eq!(
+        run.lines(),
+        [
+            "logs -l batch.kubernetes.io/job-name=rtdetr-train-4n --prefix --tail 50 -c tao \
+          --max-log-requests 9 --follow"
+        ]
+    );
+}
+
+#[test]
+fn cancel_deletes_the_job_and_everything_attached_to_it() {
+    let job = "four-objects";
+    let s = Sandbox::new("fixtures/kubectl/requests/four-objects.yaml");
+    let submit = s.run("healthy-cluster", &[HF_TOKEN], &["submit"]);
+    submit.assert_code(0);
+    assert_eq!(
+        submit.mutations(),
+        [
+            probe(job),
+            env_secret(&format!("{job}-creds")),
+            strings(&[DRY_RUN, APPLY]),
+            vec![
+                owned(&format!("service/{job}"), job),
+                owned(&format!("configmap/{job}-spec"), job),
+                owned(&format!("secret/{job}-creds"), job),
+            ],
+        ]
+        .concat()
+    );
+    let id = s.record_id();
+
+    let run = s.run("healthy-cluster", &[], &["cancel"]);
+    run.assert_code(0);
+    run.assert_scoped("default");
+    assert_eq!(
+        run.mutations(),
+        [
+            format!("delete job {job} --cascade=foreground --ignore-not-found"),
+            format!("delete service {job} --ignore-not-found"),
+            format!("delete configmap {job}-spec --ignore-not-found"),
+            format!("delete secret {job}-creds --ignore-not-found"),
+        ]
+    );
+    let record = s.record(&id);
+    assert_eq!(record["state"], "CANCELED");
+    assert_eq!(
+        states(&record),
+        ["OPEN", "SUBMITTED", "RUNNING", "CANCELED"]
+    );
+    assert_no_leak(&s, &run, &[HF_TOKEN]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// multi-node corners
+
+/// The probe's pods must be able to pull the image: every pull Secret that nccl-probe.yaml
+/// names must exist when the probe is applied (created by the script before, or checked).
+#[test]
+fn the_nccl_probe_can_pull_its_image() {
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    let probe_yaml = fs::read_to_string(s.path("bundle/nccl-probe.yaml")).unwrap();
+    let pull_secrets: Vec<&str> = probe_yaml
+        .lines()
+        .skip_while(|l| l.trim() != "imagePullSecrets:")
+        .skip(1)
+        .map_while(|l| l.trim().strip_prefix("- name: "))
+        .map(|n| n.trim_matches('"'))
+        .collect();
+    assert!(!pull_secrets.is_empty());
+    let run = s.run("healthy-cluster", &[NGC_KEY], &["submit"]);
+    run.assert_code(0);
+    let lines = run.lines();
+    let applied = lines
+        .iter()
+        .position(|l| l == "apply -f $BUNDLE/nccl-probe.yaml")
+        .unwrap();
+    for name in pull_secrets {
+        assert!(
+            lines[..applied].iter().any(|l| {
+                l.starts_with(&format!("create secret generic {name} "))
+                    || l.starts_with(&format!("get secret {name} "))
+            }),
+            "nccl-probe.yaml pulls with the Secret {name}, which nothing created or checked \
+             before the probe was applied:\n{lines:#?}"
+        );
+    }
+}
+
+/// The probe verb removes, waits for and reads the logs of the Job that nccl-probe.yaml
+/// defines, for every multi-node request with GPUs (long names are shortened with a hash).
+#[test]
+fn the_probe_waits_for_the_job_nccl_probe_yaml_defines() {
+    let mut probed = 0;
+    for request in requests() {
+        let s = Sandbox::new(&request);
+        let Ok(probe_yaml) = fs::read_to_string(s.path("bundle/nccl-probe.yaml")) else {
+            continue;
+        };
+        let name = probe_yaml
+            .split("\n---")
+            .find(|doc| doc.contains("\nkind: Job\n"))
+            .and_then(|job| job.lines().find_map(|l| l.strip_prefix("  name: ")))
+            .map(|n| n.trim_matches('"').to_string())
+            .unwrap();
+        let run = s.run("healthy-cluster", &[], &["probe"]);
+        run.assert_code(0);
+        let lines = run.lines();
+        for expected in [
+            format!("delete job {name} --ignore-not-found --wait=true"),
+            format!("get job {name} -o jsonpath=…"),
+            format!(
+                "logs -l batch.kubernetes.io/job-name={name},\
+                 batch.kubernetes.io/job-completion-index=0 -c tao --tail 1"
+            ),
+        ] {
+            assert!(
+                lines.contains(&expected),
+                "{request}: the probe Job is {name}, but the script runs:\n{lines:#?}"
+            );
+        }
+        probed += 1;
+    }
+    assert!(probed >= 7, "{probed} requests with a probe");
+}
+
+/// Several nodes without GPUs: nothing to probe (no nccl-probe.yaml is rendered).
+#[test]
+fn multi_node_without_gpus_submits_without_a_probe() {
+    let job = "cpu-export-2n";
+    let s = Sandbox::new("fixtures/kubectl/requests/multi-node-cpu.yaml");
+    assert!(!s.path("bundle/nccl-probe.yaml").exists());
+    let run = s.run("healthy-cluster", &[], &["submit"]);
+    run.assert_code(0);
+    assert_eq!(
+        run.mutations(),
+        [
+            strings(&[DRY_RUN, APPLY]),
+            vec![owned(&format!("service/{job}"), job)],
+        ]
+        .concat()
+    );
+    assert_eq!(s.record(&s.record_id())["state"], "RUNNING");
+}
+
+// ---------------------------------------------------------------------------------------------
+// shellcheck
+
+#[test]
+fn every_generated_script_passes_shellcheck() {
+    if Command::new("shellcheck")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: shellcheck is not installed (CI installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut scripts = Vec::new();
+    for request in requests() {
+        let path = Path::new(ROOT).join(&request);
+        let r = tao(&["script", path.to_str().unwrap()], dir.path());
+        assert!(
+            r.status.success(),
+            "script {request}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        let script = dir.path().join(request.replace('/', "-") + ".sh");
+        fs::write(&script, r.stdout).unwrap();
+        scripts.push(script);
+    }
+    assert!(scripts.len() >= 20, "{scripts:?}");
+    scripts.push(Path::new(ROOT).join("fixtures/kubectl/fake-kubectl"));
+    // shellcheck takes a quarter of a second per script: two at once.
+    let half = scripts.len().div_ceil(2);
+    let children: Vec<_> = scripts
+        .chunks(half)
+        .map(|chunk| {
+            Command::new("shellcheck")
+                .arg("--shell=bash")
+                .args(chunk)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "shellcheck:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
