@@ -586,7 +586,10 @@ fn single_node_submit_runs_the_gates_opens_a_record_applies_and_binds_the_job() 
         strings(&[
             "get --raw /version",
             "auth can-i create jobs",
+            "auth can-i delete jobs",
             "auth can-i create secrets",
+            "auth can-i delete secrets",
+            "auth can-i patch secrets",
             "get nodes -o jsonpath=…",
             "get nodes -l nvidia.com/gpu.present=true -o jsonpath=…",
             "get nodes -o jsonpath=…",
