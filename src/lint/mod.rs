@@ -83,7 +83,7 @@ pub struct Document<'a> {
     pub yaml11_booleans: &'a [Span],
 }
 
-impl Document<'_> {
+impl<'a> Document<'a> {
     /// `kind/namespace/name`, for messages and reports.
     pub fn label(&self) -> String {
         match self.namespace {
@@ -95,6 +95,13 @@ impl Document<'_> {
     /// The node at a path of keys and indexes.
     pub fn at(&self, path: &[Step]) -> Option<&Node> {
         self.root.lookup(path).map(|(_, n)| n)
+    }
+
+    /// The pod spec node and its path (see [`Document::pod_spec_path`]).
+    pub fn pod_spec(&self) -> Option<(Vec<Step>, &'a Node)> {
+        let path = self.pod_spec_path()?;
+        let node = self.root.lookup(&path)?.1;
+        Some((path, node))
     }
 
     /// The pod spec of a Pod, or of the template of a Job, Deployment or StatefulSet.

@@ -505,34 +505,12 @@ fn storage(c: &mut Checker, req: &ActionRequest) {
             ),
             _ => {}
         }
-        if let Some(problem) = path_problem(&m.mount_path) {
-            c.error(
-                STORAGE,
-                &with(at.clone(), "mountPath"),
-                format!("mountPath `{}` {problem}", m.mount_path),
-                "not a clean absolute path",
-                None,
-            );
-        } else if let Some(reserved) = RESERVED_MOUNT_PATHS
-            .iter()
-            .find(|r| is_under(&m.mount_path, r) || is_under(r, &m.mount_path))
-        {
-            let help = if *reserved == "/dev/shm" {
-                "set `resources.shmSize` for a memory-backed /dev/shm"
-            } else {
-                "tao-k8s mounts the staged config spec there; choose another path"
-            };
-            c.error(
-                STORAGE,
-                &with(at.clone(), "mountPath"),
-                format!(
-                    "mountPath `{}` overlaps `{reserved}`, which is reserved for tao-k8s",
-                    m.mount_path
-                ),
-                "reserved path",
-                Some(help.into()),
-            );
-        }
+        container_path(
+            c,
+            &with(at.clone(), "mountPath"),
+            "mountPath",
+            &m.mount_path,
+        );
         for (j, alias) in m.aliases.iter().enumerate() {
             if let Some(problem) = alias_problem(alias) {
                 c.error(
@@ -555,6 +533,36 @@ fn storage(c: &mut Checker, req: &ActionRequest) {
                 None,
             );
         }
+    }
+}
+
+/// A path in the container (a mount's, an S3 input's): clean and absolute, and clear of the
+/// paths tao-k8s mounts itself.
+fn container_path(c: &mut Checker, at: &[Step], field: &str, p: &str) {
+    if let Some(problem) = path_problem(p) {
+        c.error(
+            STORAGE,
+            at,
+            format!("{field} `{p}` {problem}"),
+            "not a clean absolute path",
+            None,
+        );
+    } else if let Some(reserved) = RESERVED_MOUNT_PATHS
+        .iter()
+        .find(|r| is_under(p, r) || is_under(r, p))
+    {
+        let help = if *reserved == "/dev/shm" {
+            "set `resources.shmSize` for a memory-backed /dev/shm"
+        } else {
+            "tao-k8s mounts the staged config spec there; choose another path"
+        };
+        c.error(
+            STORAGE,
+            at,
+            format!("{field} `{p}` overlaps `{reserved}`, which is reserved for tao-k8s"),
+            "reserved path",
+            Some(help.into()),
+        );
     }
 }
 
@@ -646,29 +654,7 @@ fn s3_section(c: &mut Checker, s3: &super::S3) {
                 Some("write `s3://bucket/prefix/`".into()),
             );
         }
-        if let Some(problem) = path_problem(&input.path) {
-            c.error(
-                STORAGE,
-                &with(at.clone(), "path"),
-                format!("path `{}` {problem}", input.path),
-                "not a clean absolute path",
-                None,
-            );
-        } else if let Some(reserved) = RESERVED_MOUNT_PATHS
-            .iter()
-            .find(|r| is_under(&input.path, r) || is_under(r, &input.path))
-        {
-            c.error(
-                STORAGE,
-                &with(at.clone(), "path"),
-                format!(
-                    "path `{}` overlaps `{reserved}`, which is reserved for tao-k8s",
-                    input.path
-                ),
-                "reserved path",
-                None,
-            );
-        }
+        container_path(c, &with(at.clone(), "path"), "path", &input.path);
         if let Some(q) = &input.size_limit
             && crate::quantity::parse(&q.0).is_none_or(|v| v <= 0.0)
         {

@@ -37,10 +37,7 @@ impl Rule for GpuToleration {
     }
 
     fn check(&self, doc: &Document, out: &mut Vec<Finding>) {
-        let Some(pod) = doc.pod_spec_path() else {
-            return;
-        };
-        let Some(spec) = doc.at(&pod) else {
+        let Some((pod, spec)) = doc.pod_spec() else {
             return;
         };
         if let Some(Value::Seq(tolerations)) = spec.get("tolerations").map(|n| &n.value)

@@ -73,10 +73,7 @@ impl Rule for NvcrPullSecret {
             .map(|d| (d.namespace, d.name))
             .collect();
         for (i, doc) in docs.iter().enumerate() {
-            let Some(pod) = doc.pod_spec_path() else {
-                continue;
-            };
-            let Some(spec) = doc.at(&pod) else {
+            let Some((pod, spec)) = doc.pod_spec() else {
                 continue;
             };
             let account = ["serviceAccountName", "serviceAccount"]

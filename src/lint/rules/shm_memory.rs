@@ -31,10 +31,7 @@ impl Rule for ShmMemory {
     }
 
     fn check(&self, doc: &Document, out: &mut Vec<Finding>) {
-        let Some(pod) = doc.pod_spec_path() else {
-            return;
-        };
-        let Some(spec) = doc.at(&pod) else {
+        let Some((pod, spec)) = doc.pod_spec() else {
             return;
         };
         let Some(Value::Seq(volumes)) = spec.get("volumes").map(|n| &n.value) else {
