@@ -55,12 +55,11 @@ pub fn compile(
         Failure::Request(errors)
     })?;
     let rendered = render::render_all(&plan, templates).map_err(|d| Failure::Output(vec![d]))?;
-    let objects = verify(&rendered).map_err(Failure::Output)?;
     let yaml: String = rendered
         .iter()
         .map(|r| format!("---\n{}", r.text))
         .collect();
-    lint_output(&yaml).map_err(Failure::Output)?;
+    let objects = verify(&rendered, &yaml).map_err(Failure::Output)?;
     Ok(Compiled {
         plan,
         objects,
@@ -72,81 +71,67 @@ pub fn compile(
 /// Code of rendered output that fails the project's own lint.
 pub const LINTED_OUTPUT: &str = "TK092";
 
-/// The project's own lint over what it renders: an error-level finding refuses the render, so
-/// a template author's mistake cannot reach kubectl. (The strict schemas ran in `verify`.)
-fn lint_output(yaml: &str) -> Result<(), Vec<Diagnostic>> {
+/// Parse the rendered stream back, once: each template's object is validated against the
+/// strict schema of its kind, then the project's own lint runs over the whole stream. A
+/// template author's mistake is reported with the template's name and never reaches kubectl.
+pub fn verify(rendered: &[Rendered], yaml: &str) -> Result<Vec<Json>, Vec<Diagnostic>> {
     let source = Source::new("rendered manifests", yaml);
-    let selection = crate::lint::Selection {
-        select: Vec::new(),
-        ignore: vec!["strict-schema".into()],
-    };
-    let found = crate::lint::lint(&source, &selection).map_err(|e| {
-        vec![Diagnostic::error(
-            INVALID_OUTPUT,
-            format!("rendered output is not YAML: {e}"),
-        )]
-    })?;
-    let errors: Vec<Diagnostic> = found
-        .into_iter()
-        .filter(|r| r.diagnostic.is_error())
-        .map(|r| {
-            Diagnostic::error(
-                LINTED_OUTPUT,
-                format!(
-                    "the rendered {} fails {}: {} (line {} of the output)",
-                    r.object.unwrap_or_default(),
-                    r.diagnostic.code,
-                    r.diagnostic.message,
-                    r.line
-                ),
-            )
-            .help("a template produced this; fix the template (or the rule, if the rule is wrong)")
+    // The template whose output holds a byte offset of the stream.
+    let starts: Vec<usize> = rendered
+        .iter()
+        .scan(0, |at, r| {
+            let start = *at;
+            *at += 4 + r.text.len();
+            Some(start)
         })
         .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(errors)
-    }
-}
-
-/// Parse every rendered object back and validate it strictly.
-pub fn verify(rendered: &[Rendered]) -> Result<Vec<Json>, Vec<Diagnostic>> {
-    let mut errors = Vec::new();
-    let mut objects = Vec::new();
-    for r in rendered {
-        let source = Source::new(r.template.clone(), r.text.clone());
-        let bad = |message: String, offset: usize| {
-            let (line, col) = source.line_col(offset);
-            Diagnostic::error(
-                INVALID_OUTPUT,
-                format!("template `{}` produced invalid output: {message} (line {line}, column {col} of its output)", r.template),
+    let template_at = |offset: usize| {
+        rendered[starts.partition_point(|&s| s <= offset).saturating_sub(1)]
+            .template
+            .as_str()
+    };
+    let bad = |template: &str, message: String, offset: usize| {
+        let (line, col) = source.line_col(offset);
+        Diagnostic::error(
+            INVALID_OUTPUT,
+            format!("template `{template}` produced invalid output: {message} (line {line}, column {col} of the rendered manifests)"),
+        )
+        .help("the template does not lay out the Plan as a valid Kubernetes object; fix the template")
+    };
+    let stream = yaml::parse(&source, yaml::Limits::default()).map_err(|e| {
+        vec![bad(
+            template_at(e.span.start),
+            format!("not YAML: {}", e.message),
+            e.span.start,
+        )]
+    })?;
+    let mut errors: Vec<Diagnostic> = stream
+        .duplicates
+        .iter()
+        .map(|d| {
+            bad(
+                template_at(d.second.start),
+                format!("duplicate key `{}`", d.key),
+                d.second.start,
             )
-            .help("the template does not lay out the Plan as a valid Kubernetes object; fix the template")
-        };
-        let stream = match yaml::parse(&source, yaml::Limits::default()) {
-            Ok(s) => s,
-            Err(e) => {
-                errors.push(bad(format!("not YAML: {}", e.message), e.span.start));
-                continue;
-            }
-        };
-        for d in &stream.duplicates {
-            errors.push(bad(format!("duplicate key `{}`", d.key), d.second.start));
-        }
-        let [document] = stream.documents.as_slice() else {
-            errors.push(bad(
-                format!(
-                    "expected one object, found {} documents",
-                    stream.documents.len()
-                ),
-                0,
-            ));
-            continue;
-        };
+        })
+        .collect();
+    if stream.documents.len() != rendered.len() {
+        errors.push(Diagnostic::error(
+            INVALID_OUTPUT,
+            format!("the templates produced {} documents for {} objects: each template lays out exactly one object", stream.documents.len(), rendered.len()),
+        ));
+        return Err(errors);
+    }
+    let mut objects = Vec::new();
+    for (document, r) in stream.documents.iter().zip(rendered) {
         let object = document.to_json();
         match schema::validate(&object) {
-            None => errors.push(bad("not an object of a kind with a known schema".into(), 0)),
+            None => errors.push(bad(
+                &r.template,
+                "not an object of a kind with a known schema".into(),
+                document.span.start,
+            )),
             Some(schema_errors) => {
                 for e in schema_errors {
                     let pointer = e.instance_path().to_string();
@@ -170,6 +155,7 @@ pub fn verify(rendered: &[Rendered]) -> Result<Vec<Json>, Vec<Diagnostic>> {
                         node = key;
                     }
                     errors.push(bad(
+                        &r.template,
                         format!("at `{pointer}`: {}", e.masked()),
                         node.span.start,
                     ));
@@ -178,9 +164,34 @@ pub fn verify(rendered: &[Rendered]) -> Result<Vec<Json>, Vec<Diagnostic>> {
         }
         objects.push(object);
     }
-    if errors.is_empty() {
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    // The strict schemas ran above; the rest of the lint runs on the same parse.
+    let selection = crate::lint::Selection {
+        select: Vec::new(),
+        ignore: vec!["strict-schema".into()],
+    };
+    let lint_errors: Vec<Diagnostic> = crate::lint::lint_parsed(&source, &selection, stream)
+        .into_iter()
+        .filter(|r| r.diagnostic.is_error())
+        .map(|r| {
+            Diagnostic::error(
+                LINTED_OUTPUT,
+                format!(
+                    "the rendered {} fails {}: {} (line {} of the rendered manifests)",
+                    r.object.unwrap_or_default(),
+                    r.diagnostic.code,
+                    r.diagnostic.message,
+                    r.line
+                ),
+            )
+            .help("a template produced this; fix the template (or the rule, if the rule is wrong)")
+        })
+        .collect();
+    if lint_errors.is_empty() {
         Ok(objects)
     } else {
-        Err(errors)
+        Err(lint_errors)
     }
 }

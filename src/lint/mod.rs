@@ -277,6 +277,40 @@ fn prune(node: &Node, paths: &[&[Step]]) -> Node {
 
 /// Lint every document of one source, one document at a time. `Err` when the text is not YAML.
 pub fn lint(source: &Source, selection: &Selection) -> Result<Vec<Reported>, yaml::SyntaxError> {
+    lint_stream(source, selection, &mut |each| {
+        yaml::parse_each(source, yaml::Limits::default(), each)
+    })
+}
+
+/// Lint a stream that is already parsed (`tao-k8s render` checks its own output).
+pub fn lint_parsed(
+    source: &Source,
+    selection: &Selection,
+    mut stream: yaml::Stream,
+) -> Vec<Reported> {
+    let mut documents = std::mem::take(&mut stream.documents);
+    let booleans = stream.yaml11_booleans.clone();
+    let mut stream = Some(stream);
+    // The feed cannot fail: the stream is parsed already.
+    lint_stream(source, selection, &mut |each| {
+        for document in std::mem::take(&mut documents) {
+            each(document, &booleans);
+        }
+        Ok(stream.take().unwrap_or_default())
+    })
+    .unwrap_or_default()
+}
+
+/// A source of documents: it hands each document (with the YAML 1.1 boolean spans so far) to
+/// the callback, then returns the stream's duplicates and spans.
+type Feed<'f> =
+    dyn FnMut(&mut dyn FnMut(Node, &[Span])) -> Result<yaml::Stream, yaml::SyntaxError> + 'f;
+
+fn lint_stream(
+    source: &Source,
+    selection: &Selection,
+    feed: &mut Feed,
+) -> Result<Vec<Reported>, yaml::SyntaxError> {
     let rules = selection.rules();
     let schema_checked = rules
         .iter()
@@ -291,7 +325,7 @@ pub fn lint(source: &Source, selection: &Selection) -> Result<Vec<Reported>, yam
         .iter()
         .map(|k| vec![Step::Key(k.to_string())])
         .collect();
-    let stream = yaml::parse_each(source, yaml::Limits::default(), &mut |node, yaml11| {
+    let stream = feed(&mut |node, yaml11| {
         let Some(doc) = Document::new(source, &node, yaml11) else {
             if !matches!(node.value, Value::Null) {
                 out.push(note(source, &node, "a document without `apiVersion` and `kind` is not a Kubernetes object: skipped"));
