@@ -194,18 +194,15 @@ pub fn run() -> ExitCode {
             out: bundle,
         } => {
             let opts = Options {
-                namespace,
-                env_namespace: std::env::var("TAO_K8S_NAMESPACE").ok(),
                 kube_version,
                 nccl_probe,
-                ..Options::default()
+                ..options(namespace)
             };
             let files = Files {
                 staging_map,
                 staged_config,
-                out: None,
                 bundle,
-                script_only: false,
+                ..Files::default()
             };
             render(&out, &request, output, opts, templates.as_deref(), &files)
         }
@@ -214,17 +211,10 @@ pub fn run() -> ExitCode {
             out: dir,
             namespace,
         } => {
-            let opts = Options {
-                namespace,
-                env_namespace: std::env::var("TAO_K8S_NAMESPACE").ok(),
-                ..Options::default()
-            };
+            let opts = options(namespace);
             let files = Files {
-                staging_map: None,
-                staged_config: None,
                 out: Some(dir),
-                bundle: None,
-                script_only: false,
+                ..Files::default()
             };
             render(&out, &request, Format::Yaml, opts, None, &files)
         }
@@ -242,17 +232,10 @@ pub fn run() -> ExitCode {
         Command::Rules { format } => lint::rules(format),
         Command::Explain { rule } => lint::explain(&rule),
         Command::Script { request, namespace } => {
-            let opts = Options {
-                namespace,
-                env_namespace: std::env::var("TAO_K8S_NAMESPACE").ok(),
-                ..Options::default()
-            };
+            let opts = options(namespace);
             let files = Files {
-                staging_map: None,
-                staged_config: None,
-                out: None,
-                bundle: None,
                 script_only: true,
+                ..Files::default()
             };
             render(&out, &request, Format::Yaml, opts, None, &files)
         }
@@ -268,6 +251,7 @@ pub fn run() -> ExitCode {
 }
 
 /// Files a command reads or writes besides the request.
+#[derive(Default)]
 struct Files {
     staging_map: Option<PathBuf>,
     staged_config: Option<PathBuf>,
@@ -429,6 +413,15 @@ pub(crate) fn emit(text: &str) -> ExitCode {
             eprintln!("error: cannot write to stdout: {e}");
             ExitCode::from(USAGE)
         }
+    }
+}
+
+/// Options from `--namespace` and `$TAO_K8S_NAMESPACE`; the rest default.
+fn options(namespace: Option<String>) -> Options {
+    Options {
+        namespace,
+        env_namespace: std::env::var("TAO_K8S_NAMESPACE").ok(),
+        ..Options::default()
     }
 }
 
