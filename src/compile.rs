@@ -171,6 +171,7 @@ pub fn verify(rendered: &[Rendered], yaml: &str) -> Result<Vec<Json>, Vec<Diagno
     let selection = crate::lint::Selection {
         select: Vec::new(),
         ignore: vec!["strict-schema".into()],
+        ..Default::default()
     };
     let lint_errors: Vec<Diagnostic> = crate::lint::lint_parsed(&source, &selection, stream)
         .into_iter()

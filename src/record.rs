@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use std::ffi::OsString;
 use std::fmt;
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -327,8 +327,18 @@ impl Store {
     }
 }
 
+/// The largest record file read: a record is a few hundred bytes.
+pub const MAX_RECORD_BYTES: u64 = 1 << 20;
+
 fn read(id: &str, path: &Path) -> Result<Record, RecordError> {
-    let text = match fs::read(path) {
+    let read = |path: &Path| -> io::Result<Vec<u8>> {
+        let mut text = Vec::new();
+        File::open(path)?
+            .take(MAX_RECORD_BYTES + 1)
+            .read_to_end(&mut text)?;
+        Ok(text)
+    };
+    let text = match read(path) {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let (id, path) = (id.to_string(), path.to_path_buf());
@@ -340,6 +350,9 @@ fn read(id: &str, path: &Path) -> Result<Record, RecordError> {
         path: path.to_path_buf(),
         message,
     };
+    if text.len() as u64 > MAX_RECORD_BYTES {
+        return Err(corrupt(format!("larger than {MAX_RECORD_BYTES} bytes")));
+    }
     let record: Record = serde_json::from_slice(&text).map_err(|e| corrupt(e.to_string()))?;
     if record.id != id {
         return Err(corrupt(format!("its id is {}", record.id)));

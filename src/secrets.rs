@@ -284,21 +284,38 @@ pub fn mask(secret: &str) -> String {
 /// Used wherever source text is shown, such as code frames.
 pub fn redact(text: &str) -> std::borrow::Cow<'_, str> {
     let findings = scan_text(text);
-    if findings.is_empty() {
+    mask_ranges(text, findings.into_iter().map(|f| f.range))
+}
+
+/// `text` with each of `ranges` (sorted, not overlapping, on character boundaries) masked in
+/// place as [`redact`] does.
+pub fn mask_ranges(
+    text: &str,
+    ranges: impl IntoIterator<Item = std::ops::Range<usize>>,
+) -> std::borrow::Cow<'_, str> {
+    let mut ranges = ranges.into_iter().peekable();
+    if ranges.peek().is_none() {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
-    for f in findings {
-        out.push_str(&text[last..f.range.start]);
-        for (i, c) in text[f.range.clone()].chars().enumerate() {
-            if i < 4 && f.range.len() >= 8 {
+    for range in ranges {
+        let range = range.start.max(last)..range.end.min(text.len());
+        if range.start >= range.end
+            || !text.is_char_boundary(range.start)
+            || !text.is_char_boundary(range.end)
+        {
+            continue;
+        }
+        out.push_str(&text[last..range.start]);
+        for (i, c) in text[range.clone()].chars().enumerate() {
+            if i < 4 && range.len() >= 8 {
                 out.push(c);
             } else {
                 out.extend(std::iter::repeat_n('*', c.len_utf8()));
             }
         }
-        last = f.range.end;
+        last = range.end;
     }
     out.push_str(&text[last..]);
     std::borrow::Cow::Owned(out)

@@ -7,6 +7,31 @@ use std::ops::Range;
 /// A byte range in a [`Source`].
 pub type Span = Range<usize>;
 
+/// The largest input read by default: 16 MiB, ten times the largest object the API server
+/// stores (1.5 MiB). `--max-input-size` raises it.
+pub const DEFAULT_MAX_INPUT: u64 = 16 << 20;
+
+/// Why bytes are not a text the tool reads. Every message names the position.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TextError {
+    #[error("larger than {limit} bytes (raise the limit with --max-input-size)")]
+    TooLarge { limit: u64 },
+    #[error("not UTF-8 text: byte 0x{byte:02X} at {line}:{col} (offset {offset}) is invalid")]
+    NotUtf8 {
+        byte: u8,
+        offset: usize,
+        line: usize,
+        col: usize,
+    },
+    #[error("{what} (U+{code:04X}) at {line}:{col}: YAML text holds no control characters")]
+    Control {
+        what: &'static str,
+        code: u32,
+        line: usize,
+        col: usize,
+    },
+}
+
 /// A named text with the byte offset of every line start.
 #[derive(Debug, Clone)]
 pub struct Source {
@@ -27,6 +52,46 @@ impl Source {
             text,
             line_starts,
         }
+    }
+
+    /// Bytes read from a file or stdin, as a source: refused when not UTF-8, or when they hold
+    /// a character YAML does not allow in a stream (a NUL byte, another C0 or C1 control
+    /// other than tab, line feed, carriage return and NEL, DEL, U+FFFE, U+FFFF).
+    pub fn from_bytes(name: impl Into<String>, bytes: Vec<u8>) -> Result<Source, TextError> {
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => {
+                let offset = e.utf8_error().valid_up_to();
+                let bytes = e.into_bytes();
+                // The valid prefix is text: index it to name the line and column.
+                let prefix = Source::new("", String::from_utf8_lossy(&bytes[..offset]));
+                let (line, col) = prefix.line_col(offset);
+                let byte = bytes[offset];
+                return Err(TextError::NotUtf8 {
+                    byte,
+                    offset,
+                    line,
+                    col,
+                });
+            }
+        };
+        let source = Source::new(name, text);
+        if let Some((offset, c)) = source.text.char_indices().find(|&(_, c)| !printable(c)) {
+            let (line, col) = source.line_col(offset);
+            let what = match c {
+                '\0' => "a NUL byte",
+                '\u{7f}' => "DEL",
+                '\u{fffe}' | '\u{ffff}' => "a noncharacter",
+                _ => "a control character",
+            };
+            return Err(TextError::Control {
+                what,
+                code: c as u32,
+                line,
+                col,
+            });
+        }
+        Ok(source)
     }
 
     /// The name shown in diagnostics.
@@ -66,6 +131,12 @@ impl Source {
     }
 }
 
+/// YAML 1.2's `c-printable` (a BOM is printable too).
+fn printable(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | ' '..='~' | '\u{85}')
+        || (c >= '\u{a0}' && c != '\u{fffe}' && c != '\u{ffff}')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +153,26 @@ mod tests {
         assert_eq!(src.line_col(src.text().len()), (4, 5));
         assert_eq!(src.offset(9, 0), src.text().len());
         assert_eq!(src.offset(1, 99), 2);
+    }
+
+    #[test]
+    fn bytes_that_are_not_yaml_text_are_refused_with_their_position() {
+        let err = Source::from_bytes("x", b"a: 1\nb: \xff\n".to_vec()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "not UTF-8 text: byte 0xFF at 2:4 (offset 8) is invalid"
+        );
+        let err = Source::from_bytes("x", b"a: 1\nb: c\0d\n".to_vec()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "a NUL byte (U+0000) at 2:5: YAML text holds no control characters"
+        );
+        let err = Source::from_bytes("x", "k: \u{1b}[31m".into()).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("a control character (U+001B) at 1:4")
+        );
+        let ok = "\u{feff}a:\tb\r\nc: \u{85}ç\u{1f600}\n";
+        assert_eq!(Source::from_bytes("x", ok.into()).unwrap().text(), ok);
     }
 }

@@ -11,26 +11,50 @@ use saphyr_parser::{Event, Parser, ScalarStyle, Tag};
 use serde_json::Value as Json;
 use std::collections::HashMap;
 
-/// Limits for one parse.
+/// Limits for one parse: beyond any of them the parse stops with an error, so that no input
+/// can exhaust the stack, memory or time.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// Deepest nesting of mappings and sequences.
     pub max_depth: usize,
     /// Most nodes in one document, counting every node an alias copies.
     pub max_nodes: usize,
+    /// Most nodes that aliases copy in the whole stream (a "billion laughs" bomb expands a
+    /// few aliases into millions of nodes; so could many small bombs, one per document).
+    pub max_alias_nodes: usize,
     /// Most documents in one stream.
     pub max_documents: usize,
+    /// Longest scalar (key or value) in bytes.
+    pub max_scalar_bytes: usize,
 }
 
 impl Default for Limits {
+    /// For manifests: 1.5 MiB is the largest object the API server stores, so no document of
+    /// a real manifest comes near these.
     fn default() -> Self {
         Limits {
             max_depth: 128,
             max_nodes: 1_000_000,
-            max_documents: 100_000,
+            max_alias_nodes: 1_000_000,
+            max_documents: 50_000,
+            max_scalar_bytes: 2 << 20,
         }
     }
 }
+
+impl Limits {
+    /// For one action request: a few hundred nodes in practice.
+    pub const REQUEST: Limits = Limits {
+        max_depth: 64,
+        max_nodes: 100_000,
+        max_alias_nodes: 100_000,
+        max_documents: 16,
+        max_scalar_bytes: 2 << 20,
+    };
+}
+
+/// Most duplicate keys kept in a [`Stream`].
+pub const MAX_DUPLICATES: usize = 10_000;
 
 /// A YAML value.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,6 +140,7 @@ pub fn parse_each(
     let mut stack: Vec<Open> = Vec::new();
     let mut anchors: HashMap<usize, Node> = HashMap::new();
     let mut nodes = 0usize;
+    let mut aliased = 0usize;
     let mut documents = 0usize;
     // Markers count characters; in ASCII text (nearly every manifest) that is the byte offset.
     let ascii = source.text().is_ascii();
@@ -154,12 +179,42 @@ pub fn parse_each(
                     message: "alias to an unknown anchor".into(),
                     span: start..start,
                 })?;
-                nodes += count(&node);
+                let n = count(&node);
+                nodes += n;
+                aliased += n;
+                if aliased > limits.max_alias_nodes {
+                    return Err(SyntaxError {
+                        message: format!(
+                            "aliases expand into more than {} nodes (a \"billion laughs\" bomb?)",
+                            limits.max_alias_nodes
+                        ),
+                        span: start..start,
+                    });
+                }
                 Some((node, 0))
             }
             Event::Scalar(text, style, anchor, tag) => {
+                if text.len() > limits.max_scalar_bytes {
+                    return Err(SyntaxError {
+                        message: format!(
+                            "a scalar of {} bytes, over the limit of {}",
+                            text.len(),
+                            limits.max_scalar_bytes
+                        ),
+                        span: start..start,
+                    });
+                }
                 let value = resolve(&text, style, tag.as_deref());
-                let end = at(span.end).max(start);
+                // The parser ends a quoted scalar's span after what follows it on the line
+                // (a comment): end it at its closing quote, so a label or a mask covers the
+                // scalar alone.
+                let end = match style {
+                    ScalarStyle::DoubleQuoted | ScalarStyle::SingleQuoted => {
+                        quoted_end(source.text(), start)
+                    }
+                    _ => None,
+                }
+                .unwrap_or_else(|| at(span.end).max(start));
                 if style == ScalarStyle::Plain && tag.is_none() && is_yaml11_boolean(&text) {
                     stream.yaml11_booleans.push(start..end);
                 }
@@ -203,22 +258,19 @@ pub fn parse_each(
                         start,
                         anchor,
                         items,
-                    } => (node(Value::Seq(items), start), anchor),
+                    } => (node(Value::Seq(items), start, source.text()), anchor),
                     Open::Map {
                         start,
                         anchor,
                         entries,
                         ..
-                    } => (node(Value::Map(entries), start), anchor),
+                    } => (node(Value::Map(entries), start, source.text()), anchor),
                 })
             }
         };
         if nodes > limits.max_nodes {
             return Err(SyntaxError {
-                message: format!(
-                    "more than {} nodes (aliases expanding into a very large document?)",
-                    limits.max_nodes
-                ),
+                message: format!("more than {} nodes in one document", limits.max_nodes),
                 span: start..start,
             });
         }
@@ -241,6 +293,10 @@ pub fn parse_each(
                 Some(k) => {
                     let name = key_text(&k);
                     if let Some(&first) = seen.get(&name) {
+                        // Enough to report; a hostile stream of them cannot fill memory.
+                        if stream.duplicates.len() >= MAX_DUPLICATES {
+                            continue;
+                        }
                         stream.duplicates.push(DuplicateKey {
                             key: name,
                             first: entries[first].0.span.clone(),
@@ -257,10 +313,32 @@ pub fn parse_each(
     Ok(stream)
 }
 
-fn node(value: Value, start: usize) -> Node {
+/// The offset after the closing quote of the quoted scalar that opens at `start`.
+fn quoted_end(text: &str, start: usize) -> Option<usize> {
+    let rest = text.get(start..)?;
+    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let mut chars = rest.char_indices().skip(1).peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' if quote == '"' => {
+                chars.next();
+            }
+            '\'' if quote == '\'' && chars.peek().is_some_and(|&(_, n)| n == '\'') => {
+                chars.next();
+            }
+            c if c == quote => return Some(start + i + 1),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A collection's node, spanning its first character (none at the end of the text).
+fn node(value: Value, start: usize, text: &str) -> Node {
+    let len = text[start..].chars().next().map_or(0, char::len_utf8);
     Node {
         value,
-        span: start..start + 1,
+        span: start..start + len,
     }
 }
 

@@ -16,6 +16,7 @@ fn findings(path: &Path, code: &str) -> BTreeSet<(usize, String)> {
     let selection = Selection {
         select: vec![code.to_string()],
         ignore: Vec::new(),
+        ..Default::default()
     };
     lint(&source, &selection)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -95,6 +96,7 @@ fn unknown_selections_are_named() {
     let s = Selection {
         select: vec!["redaction".into(), "no-such-rule".into()],
         ignore: vec!["TK201".into()],
+        ..Default::default()
     };
     assert_eq!(s.unknown(), ["no-such-rule"]);
     assert!(

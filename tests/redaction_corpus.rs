@@ -53,6 +53,7 @@ fn lint_file(path: &Path) -> (String, Vec<Reported>) {
     let selection = Selection {
         select: vec!["redaction".into()],
         ignore: Vec::new(),
+        ..Default::default()
     };
     let reported = lint(&source, &selection).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     (text, reported)

@@ -5,6 +5,7 @@ use super::report::Reporter;
 use super::{USAGE, emit, read_source};
 use clap::ValueEnum;
 use serde_json::{Value as Json, json};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tao_k8s::diag::Severity;
@@ -88,7 +89,13 @@ pub fn run(
     for file in &files {
         let source = match read_source(file) {
             Ok(s) => s,
-            Err(message) => return out.io_error(&message),
+            Err(super::ReadError::Refused(message)) => {
+                // Like a file that is not YAML: reported, and the others are still linted.
+                eprintln!("error: {message}");
+                broken = true;
+                continue;
+            }
+            Err(e) => return e.report(out),
         };
         match tao_k8s::lint::lint(&source, selection) {
             Ok(found) => reports.push((source, found)),
@@ -113,7 +120,39 @@ pub fn run(
         .any(|r| r.diagnostic.severity >= threshold);
     let text = match format {
         LintFormat::Text => {
+            let mut err = std::io::BufWriter::new(std::io::stderr().lock());
+            let redaction = Selection {
+                select: vec!["redaction".into()],
+                ..Selection::default()
+            };
+            let all_redaction = redaction.rules().iter().all(|r| {
+                selection
+                    .rules()
+                    .iter()
+                    .any(|s| s.meta().code == r.meta().code)
+            });
             for (source, found) in &reports {
+                // Code frames never show a credential, even one another rule's frame touches,
+                // or one whose rule is not selected.
+                let credentials = |found: &[Reported]| -> Vec<tao_k8s::source::Span> {
+                    let mut spans: Vec<_> = found
+                        .iter()
+                        .filter(|r| {
+                            redaction
+                                .rules()
+                                .iter()
+                                .any(|x| x.meta().code == r.diagnostic.code)
+                        })
+                        .flat_map(|r| r.diagnostic.labels.iter().map(|l| l.span.clone()))
+                        .collect();
+                    spans.sort_by_key(|s| s.start);
+                    spans
+                };
+                let masks = if all_redaction {
+                    credentials(found)
+                } else {
+                    credentials(&tao_k8s::lint::lint(source, &redaction).unwrap_or_default())
+                };
                 for r in found {
                     let mut d = r.diagnostic.clone();
                     if let Some(object) = r
@@ -123,7 +162,7 @@ pub fn run(
                     {
                         d.message = format!("{} [{object}]", d.message);
                     }
-                    eprintln!("{}\n", out.render(Some(source), &d));
+                    let _ = writeln!(err, "{}\n", out.render_masked(Some(source), &d, &masks));
                 }
             }
             let count = |s: Severity| {
@@ -133,7 +172,8 @@ pub fn run(
                     .filter(|r| r.diagnostic.severity == s)
                     .count()
             };
-            eprintln!(
+            let _ = writeln!(
+                err,
                 "{} error(s), {} warning(s) in {} file(s)",
                 count(Severity::Error),
                 count(Severity::Warning),

@@ -26,6 +26,11 @@ struct Cli {
     /// When to color diagnostics.
     #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
     color: Color,
+    /// The largest file (or stdin) read, as a byte count or a quantity such as `64Mi`; larger
+    /// inputs are refused without being read whole.
+    #[arg(long, global = true, value_name = "SIZE", env = "TAO_K8S_MAX_INPUT_SIZE",
+          default_value = "16Mi", value_parser = parse_size, hide_env_values = true)]
+    max_input_size: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -140,6 +145,9 @@ Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O or unparsabl
         /// Exit 0 whatever is found (still 2 for usage, I/O or unparsable YAML).
         #[arg(long)]
         exit_zero: bool,
+        /// Most findings reported per file; the rest are counted in one last report (TK003).
+        #[arg(long, value_name = "N", default_value_t = 10_000)]
+        max_findings: usize,
     },
     /// List the lint rules.
     Rules {
@@ -166,6 +174,16 @@ fn parse_kube_version(s: &str) -> Result<KubeVersion, String> {
     s.parse()
 }
 
+fn parse_size(s: &str) -> Result<u64, String> {
+    match tao_k8s::quantity::parse(s) {
+        Some(n) if n >= 1.0 && n.fract() == 0.0 && n <= u64::MAX as f64 => Ok(n as u64),
+        _ => Err(format!("`{s}` is no byte count (e.g. 16777216, 16Mi, 1Gi)")),
+    }
+}
+
+/// The input size limit of this run, set once from `--max-input-size`.
+static MAX_INPUT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
 /// Run the command line and return the exit code.
 pub fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -180,7 +198,8 @@ pub fn run() -> ExitCode {
         Color::Never => false,
         Color::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
     };
-    let out = report::Reporter { styled };
+    let out = report::Reporter::new(styled);
+    MAX_INPUT.get_or_init(|| cli.max_input_size);
     match cli.command {
         Command::Render {
             request,
@@ -225,8 +244,13 @@ pub fn run() -> ExitCode {
             ignore,
             fail_on,
             exit_zero,
+            max_findings,
         } => {
-            let selection = tao_k8s::lint::Selection { select, ignore };
+            let selection = tao_k8s::lint::Selection {
+                select,
+                ignore,
+                max_findings: Some(max_findings),
+            };
             lint::run(&out, &paths, format, &selection, fail_on, exit_zero)
         }
         Command::Rules { format } => lint::rules(format),
@@ -273,7 +297,7 @@ fn render(
 ) -> ExitCode {
     let source = match read_source(path) {
         Ok(s) => s,
-        Err(message) => return out.io_error(&message),
+        Err(e) => return e.report(out),
     };
     if let Some(spec) = request::config_spec_path(&source) {
         // Relative to the request file (or the working directory for stdin).
@@ -283,12 +307,12 @@ fn render(
             path.parent().unwrap_or(Path::new("."))
         };
         // A file that cannot be read is reported with the request's other problems.
-        opts.spec_file = Some(read_source(&base.join(&spec)));
+        opts.spec_file = Some(read_source(&base.join(&spec)).map_err(|e| e.message().into()));
     }
     if let Some(staged) = &files.staged_config {
         match read_source(staged) {
             Ok(s) => opts.staged_config = Some(s.text().to_string()),
-            Err(message) => return out.io_error(&message),
+            Err(e) => return e.report(out),
         }
     }
     let owned;
@@ -459,7 +483,7 @@ fn make_executable(path: &Path) -> Result<(), String> {
 fn kept_fields(out: &report::Reporter, manifest: &Path, answer: &Path) -> ExitCode {
     let (sent, answer) = match (read_source(manifest), read_source(answer)) {
         (Ok(m), Ok(a)) => (m, a),
-        (Err(e), _) | (_, Err(e)) => return out.io_error(&e),
+        (Err(e), _) | (_, Err(e)) => return out.io_error(e.message()),
     };
     let Ok(stream) = tao_k8s::yaml::parse(&sent, tao_k8s::yaml::Limits::default()) else {
         return out.io_error(&format!("{} is not YAML", sent.name()));
@@ -488,26 +512,51 @@ fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A file, or stdin for `-`, as a named source.
-pub(crate) fn read_source(path: &Path) -> Result<Source, String> {
-    let mut bytes = Vec::new();
-    let name = if path == Path::new("-") {
-        std::io::stdin()
-            .lock()
-            .read_to_end(&mut bytes)
-            .map_err(|e| format!("cannot read stdin: {e}"))?;
-        "<stdin>".to_string()
+/// Why an input was not read.
+pub(crate) enum ReadError {
+    /// It could not be read: exit 2.
+    Io(String),
+    /// It was read and refused (over the size limit, not UTF-8 or YAML text): exit 1.
+    Refused(String),
+}
+
+impl ReadError {
+    pub(crate) fn message(&self) -> &str {
+        match self {
+            ReadError::Io(m) | ReadError::Refused(m) => m,
+        }
+    }
+
+    /// Report it and give the exit code.
+    pub(crate) fn report(&self, out: &report::Reporter) -> ExitCode {
+        match self {
+            ReadError::Io(m) => out.io_error(m),
+            ReadError::Refused(m) => {
+                eprintln!("error: {m}");
+                ExitCode::from(REFUSED)
+            }
+        }
+    }
+}
+
+/// A file, or stdin for `-`, as a named source: at most `--max-input-size` bytes are read, so
+/// an endless stream is refused as soon as it passes the limit.
+pub(crate) fn read_source(path: &Path) -> Result<Source, ReadError> {
+    let limit = *MAX_INPUT.get_or_init(|| tao_k8s::source::DEFAULT_MAX_INPUT);
+    let io = |e: std::io::Error| ReadError::Io(format!("cannot read {}: {e}", path.display()));
+    let (name, reader): (String, Box<dyn Read>) = if path == Path::new("-") {
+        ("<stdin>".into(), Box::new(std::io::stdin().lock()))
     } else {
-        bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        path.display().to_string()
+        let file = std::fs::File::open(path).map_err(io)?;
+        (path.display().to_string(), Box::new(file))
     };
-    let text = String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "{name} is not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )
-    })?;
-    Ok(Source::new(name, text))
+    let refused = |e: tao_k8s::source::TextError| ReadError::Refused(format!("{name}: {e}"));
+    let mut bytes = Vec::new();
+    reader.take(limit + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > limit {
+        return Err(refused(tao_k8s::source::TextError::TooLarge { limit }));
+    }
+    Source::from_bytes(name.clone(), bytes).map_err(refused)
 }
 
 /// Every `*.j2` file of a directory, by file name.
@@ -523,9 +572,8 @@ fn read_templates(dir: &Path) -> Result<Vec<(String, String)>, String> {
             continue;
         };
         if name.ends_with(".j2") {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            files.push((name.to_string(), text));
+            let source = read_source(&path).map_err(|e| e.message().to_string())?;
+            files.push((name.to_string(), source.text().to_string()));
         }
     }
     files.sort();

@@ -2,17 +2,22 @@
 //! renderer), with the code, the field path and the help.
 
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+use std::io::Write;
 use std::process::ExitCode;
 use tao_k8s::diag::{Diagnostic, Severity};
 use tao_k8s::secrets;
-use tao_k8s::source::Source;
+use tao_k8s::source::{Source, Span};
 
 /// Where diagnostics go and how they look.
 pub struct Reporter {
-    pub styled: bool,
+    styled: bool,
 }
 
 impl Reporter {
+    pub fn new(styled: bool) -> Reporter {
+        Reporter { styled }
+    }
+
     fn renderer(&self) -> Renderer {
         if self.styled {
             Renderer::styled()
@@ -23,13 +28,20 @@ impl Reporter {
 
     /// Print diagnostics, with code frames when they point into `source`.
     pub fn diagnostics(&self, source: Option<&Source>, diags: &[Diagnostic]) {
+        let mut err = std::io::BufWriter::new(std::io::stderr().lock());
         for d in diags {
-            eprintln!("{}\n", self.render(source, d));
+            let _ = writeln!(err, "{}\n", self.render(source, d));
         }
     }
 
     /// One diagnostic as text.
     pub fn render(&self, source: Option<&Source>, d: &Diagnostic) -> String {
+        self.render_masked(source, d, &[])
+    }
+
+    /// One diagnostic as text, with `masks` (spans of credentials found by other means, such
+    /// as the lint's redaction rules, sorted) masked in its code frame too.
+    pub fn render_masked(&self, source: Option<&Source>, d: &Diagnostic, masks: &[Span]) -> String {
         let level = match d.severity {
             Severity::Error => Level::ERROR,
             Severity::Warning => Level::WARNING,
@@ -37,26 +49,66 @@ impl Reporter {
         };
         let title = level.primary_title(d.message.as_str()).id(d.code);
         let mut group = Group::with_title(title);
+        let redacted;
         if let (Some(src), false) = (source, d.labels.is_empty()) {
-            // Never echo a credential from the input back into a terminal or a CI log.
-            let text = secrets::redact(src.text());
+            // Only the lines the labels touch: a frame costs its excerpt, not the file.
+            let text = src.text();
             let len = text.len();
-            let snippet = Snippet::source(text)
+            let spans: Vec<(usize, usize)> = d
+                .labels
+                .iter()
+                .map(|l| {
+                    let start = boundary(text, l.span.start);
+                    let end = boundary(text, l.span.end).max(start);
+                    // An empty span (a missing field, an error at the end) still needs a caret.
+                    let end = if end > start {
+                        end
+                    } else {
+                        text[start..]
+                            .chars()
+                            .next()
+                            .map_or(start, |c| start + c.len_utf8())
+                    };
+                    (start, end)
+                })
+                .collect();
+            let first = spans.iter().map(|s| s.0).min().unwrap_or(0);
+            let last = spans.iter().map(|s| s.1).max().unwrap_or(0);
+            let from = line_start(text, first, 0);
+            let to = text[last..].find('\n').map_or(len, |i| last + i);
+            // Never echo a credential from the input back into a terminal or a CI log. The
+            // redaction sees a few lines around the excerpt, where a credential's context
+            // (an env entry's `name`, a PEM header) stands; offsets are preserved.
+            let (window_from, window_to) = (line_start(text, first, 4), line_end(text, to, 1));
+            let window = &text[window_from..window_to];
+            let scanned = secrets::redact(window);
+            // The lint's own credential nodes (`masks`) that the scan left whole: masked
+            // inside their quotes.
+            let missed = masks
+                .iter()
+                .filter(|m| m.start >= window_from && m.end <= window_to)
+                .map(|m| m.start - window_from..m.end - window_from)
+                .filter(|m| scanned[m.clone()] == window[m.clone()])
+                .map(|m| {
+                    let quoted = window[m.clone()].starts_with(['"', '\''])
+                        && m.len() >= 2
+                        && window[m.clone()].ends_with(&window[m.start..m.start + 1]);
+                    if quoted { m.start + 1..m.end - 1 } else { m }
+                });
+            redacted = secrets::mask_ranges(&scanned, missed).into_owned();
+            let excerpt = &redacted[from - window_from..to - window_from];
+            let (line, _) = src.line_col(from);
+            let snippet = Snippet::source(excerpt)
+                .line_start(line)
                 .path(src.name())
-                .annotations(d.labels.iter().map(|l| {
+                .annotations(d.labels.iter().zip(&spans).map(|(l, &(start, end))| {
                     let kind = if l.primary {
                         AnnotationKind::Primary
                     } else {
                         AnnotationKind::Context
                     };
-                    // An empty span (a missing field, an error at the end) still needs a caret.
-                    let start = l.span.start.min(len);
-                    let end = if l.span.end > start {
-                        l.span.end.min(len)
-                    } else {
-                        (start + 1).min(len)
-                    };
-                    kind.span(start..end).label(l.message.as_str())
+                    kind.span(start - from..end - from)
+                        .label(l.message.as_str())
                 }));
             group = group.element(snippet);
         }
@@ -96,4 +148,40 @@ impl Reporter {
         eprintln!("error: {message}");
         ExitCode::from(2)
     }
+}
+
+/// The start of the line `back` lines above the one holding `offset`.
+fn line_start(text: &str, offset: usize, back: usize) -> usize {
+    let mut at = offset;
+    for _ in 0..=back {
+        match text[..at].rfind('\n') {
+            Some(i) => at = i,
+            None => return 0,
+        }
+    }
+    at + 1
+}
+
+/// The end (before its newline) of the line `ahead` lines below the one ending at `offset`.
+fn line_end(text: &str, offset: usize, ahead: usize) -> usize {
+    let mut at = offset;
+    for _ in 0..ahead {
+        match text[at..].find('\n') {
+            Some(i) if at + i + 1 < text.len() => {
+                at += i + 1;
+                at = text[at..].find('\n').map_or(text.len(), |j| at + j);
+            }
+            _ => break,
+        }
+    }
+    at
+}
+
+/// `offset` within `text`, moved back to a character boundary.
+fn boundary(text: &str, offset: usize) -> usize {
+    let mut at = offset.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }

@@ -139,7 +139,7 @@ pub trait Rule: Sync {
     /// with the index (in `docs`) of the document they are about.
     fn check_stream(&self, _docs: &[Document], _out: &mut Vec<(usize, Finding)>) {}
     /// For `check_stream`: the parts of a document to keep until the stream ends (paths from
-    /// the root; `apiVersion`, `kind` and `metadata` are always kept). Documents no rule keeps
+    /// the root; `apiVersion`, `kind` and the name and namespace are always kept). Documents no rule keeps
     /// are dropped as soon as they are checked, so a long stream is never held whole.
     fn keeps(&self, _doc: &Document) -> Vec<Vec<Step>> {
         Vec::new()
@@ -162,6 +162,8 @@ pub struct Reported {
 pub const UNUSED_SUPPRESSION: &str = "TK001";
 /// Code of a document skipped because its kind is unknown.
 pub const UNKNOWN_KIND: &str = "TK002";
+/// Code of the report that stands for the findings over `Selection::max_findings`.
+pub const TOO_MANY: &str = "TK003";
 /// The annotation that suppresses codes on one object: `"TK101,TK305 # why"`.
 pub const IGNORE_ANNOTATION: &str = "tao-k8s.io/ignore";
 
@@ -171,6 +173,10 @@ pub struct Selection {
     /// Codes, kebab names or groups; empty = all.
     pub select: Vec<String>,
     pub ignore: Vec<String>,
+    /// Most reports for one source; the rest are counted in one last report (TK003) with
+    /// their highest severity, so that a hostile input cannot fill memory with findings.
+    /// `None` = no limit.
+    pub max_findings: Option<usize>,
 }
 
 fn matches(meta: &Meta, names: &[String]) -> bool {
@@ -315,16 +321,20 @@ fn lint_stream(
     let schema_checked = rules
         .iter()
         .any(|r| r.meta().code == rules::StrictSchema::META.code);
-    let mut out = Vec::new();
-    // Per document: its label and suppressions; findings carry the document's index.
+    let mut out = Collected::new(selection.max_findings);
+    // Per document: its label; findings carry the document's index.
     let mut labels: Vec<String> = Vec::new();
-    let mut suppressed: Vec<(usize, Vec<String>, Span)> = Vec::new();
-    let mut findings: Vec<(usize, &'static Meta, Finding)> = Vec::new();
     let mut kept: Vec<(usize, Node)> = Vec::new();
-    let always: Vec<Vec<Step>> = ["apiVersion", "kind", "metadata"]
-        .iter()
-        .map(|k| vec![Step::Key(k.to_string())])
-        .collect();
+    // What `Document::new` reads.
+    let always: Vec<Vec<Step>> = [
+        "apiVersion",
+        "kind",
+        "metadata.name",
+        "metadata.generateName",
+        "metadata.namespace",
+    ]
+    .map(steps)
+    .to_vec();
     let stream = feed(&mut |node, yaml11| {
         let Some(doc) = Document::new(source, &node, yaml11) else {
             if !matches!(node.value, Value::Null) {
@@ -344,13 +354,16 @@ fn lint_stream(
                 ),
             ));
         }
+        if let Some((codes, at)) = suppressions(&doc) {
+            out.suppressed
+                .insert(index, (codes, at.span.clone(), Vec::new()));
+        }
         for rule in &rules {
             let mut found = Vec::new();
             rule.check(&doc, &mut found);
-            findings.extend(found.into_iter().map(|f| (index, rule.meta(), f)));
-        }
-        if let Some((codes, at)) = suppressions(&doc) {
-            suppressed.push((index, codes, at.span.clone()));
+            for f in found {
+                out.finding(source, &labels[index], index, rule.meta(), f);
+            }
         }
         let mut paths: Vec<Vec<Step>> = rules.iter().flat_map(|r| r.keeps(&doc)).collect();
         if !paths.is_empty() {
@@ -366,7 +379,10 @@ fn lint_stream(
     for rule in &rules {
         let mut found = Vec::new();
         rule.check_stream(&docs, &mut found);
-        findings.extend(found.into_iter().map(|(j, f)| (kept[j].0, rule.meta(), f)));
+        for (j, f) in found {
+            let index = kept[j].0;
+            out.finding(source, &labels[index], index, rule.meta(), f);
+        }
     }
     if rules
         .iter()
@@ -391,33 +407,88 @@ fn lint_stream(
         }
     }
 
-    // Per-object suppressions, and the ones that suppress nothing.
-    for (i, codes, span) in &suppressed {
-        for code in codes {
-            if !findings.iter().any(|(j, m, _)| j == i && m.code == code) {
-                let d = Diagnostic::warning(
-                    UNUSED_SUPPRESSION,
-                    format!(
-                        "`{IGNORE_ANNOTATION}` suppresses {code}, which reports nothing on {}",
-                        labels[*i]
-                    ),
-                )
-                .primary(span.clone(), "nothing to suppress")
-                .help("remove it, so that stale suppressions do not pile up");
-                let (line, column) = source.line_col(span.start);
-                out.push(Reported {
-                    diagnostic: d,
-                    object: Some(labels[*i].clone()),
-                    json_path: String::new(),
-                    line,
-                    column,
-                });
-            }
+    // The suppressions that suppress nothing.
+    let mut suppressed: Vec<_> = std::mem::take(&mut out.suppressed).into_iter().collect();
+    suppressed.sort_by_key(|(i, _)| *i);
+    for (i, (codes, span, reported)) in suppressed {
+        for code in codes.iter().filter(|c| !reported.contains(&c.as_str())) {
+            let d = Diagnostic::warning(
+                UNUSED_SUPPRESSION,
+                format!(
+                    "`{IGNORE_ANNOTATION}` suppresses {code}, which reports nothing on {}",
+                    labels[i]
+                ),
+            )
+            .primary(span.clone(), "nothing to suppress")
+            .help("remove it, so that stale suppressions do not pile up");
+            let (line, column) = source.line_col(span.start);
+            out.push(Reported {
+                diagnostic: d,
+                object: Some(labels[i].clone()),
+                json_path: String::new(),
+                line,
+                column,
+            });
         }
-        findings.retain(|(j, m, _)| j != i || !codes.iter().any(|c| c == m.code));
+    }
+    Ok(out.finish(source))
+}
+
+/// The reports of one source, at most `cap` of them kept.
+struct Collected {
+    cap: usize,
+    reports: Vec<Reported>,
+    /// Reports over the cap: how many, and the highest severity among them.
+    over: Option<(usize, Severity)>,
+    /// Documents with a suppression annotation: its codes and node, and the codes reported
+    /// on the document before suppression.
+    suppressed: std::collections::HashMap<usize, (Vec<String>, Span, Vec<&'static str>)>,
+}
+
+impl Collected {
+    fn new(cap: Option<usize>) -> Collected {
+        Collected {
+            cap: cap.unwrap_or(usize::MAX),
+            reports: Vec::new(),
+            over: None,
+            suppressed: std::collections::HashMap::new(),
+        }
     }
 
-    for (i, meta, f) in findings {
+    fn push(&mut self, r: Reported) {
+        if self.reports.len() < self.cap {
+            self.reports.push(r);
+        } else {
+            let (n, severity) = self.over.get_or_insert((0, Severity::Note));
+            *n += 1;
+            *severity = (*severity).max(r.diagnostic.severity);
+        }
+    }
+
+    /// A rule's finding on document `index`, unless the document suppresses its code.
+    fn finding(
+        &mut self,
+        source: &Source,
+        label: &str,
+        index: usize,
+        meta: &'static Meta,
+        f: Finding,
+    ) {
+        if let Some((codes, _, reported)) = self.suppressed.get_mut(&index) {
+            if !reported.contains(&meta.code) {
+                reported.push(meta.code);
+            }
+            if codes.iter().any(|c| c == meta.code) {
+                return;
+            }
+        }
+        if self.reports.len() >= self.cap {
+            // Counted without being built: the path and label are not formatted.
+            let (n, severity) = self.over.get_or_insert((0, Severity::Note));
+            *n += 1;
+            *severity = (*severity).max(meta.severity);
+            return;
+        }
         let (line, column) = source.line_col(f.span.start);
         let json_path = display_path(&f.path);
         let diagnostic = Diagnostic {
@@ -429,16 +500,43 @@ fn lint_stream(
             labels: Vec::new(),
         }
         .primary(f.span, meta.name);
-        out.push(Reported {
+        self.push(Reported {
             diagnostic,
-            object: Some(labels[i].clone()),
+            object: Some(label.to_string()),
             json_path,
             line,
             column,
         });
     }
-    out.sort_by_key(|r| (r.line, r.column, r.diagnostic.code));
-    Ok(out)
+
+    /// The reports in source order, and the one that counts those over the cap.
+    fn finish(mut self, source: &Source) -> Vec<Reported> {
+        self.reports
+            .sort_by_key(|r| (r.line, r.column, r.diagnostic.code));
+        if let Some((n, severity)) = self.over {
+            let end = source.text().len();
+            let (line, column) = source.line_col(end);
+            let mut diagnostic = Diagnostic::error(
+                TOO_MANY,
+                format!(
+                    "{n} more finding{} in {} not reported: over the limit of {}",
+                    if n == 1 { "" } else { "s" },
+                    source.name(),
+                    self.cap
+                ),
+            )
+            .help("fix the ones reported, or raise the limit with --max-findings");
+            diagnostic.severity = severity;
+            self.reports.push(Reported {
+                diagnostic,
+                object: None,
+                json_path: String::new(),
+                line,
+                column,
+            });
+        }
+        self.reports
+    }
 }
 
 fn note(source: &Source, node: &Node, message: &str) -> Reported {

@@ -75,7 +75,7 @@ pub fn schema_text() -> String {
 /// The file a request names as its config spec (`spec.command.config.spec`), if any, read
 /// without checking the rest, so that a caller can read that file before compiling.
 pub fn config_spec_path(source: &Source) -> Option<String> {
-    let stream = yaml::parse(source, yaml::Limits::default()).ok()?;
+    let stream = yaml::parse(source, yaml::Limits::REQUEST).ok()?;
     let path = ["spec", "command", "config", "spec"].map(|k| Step::Key(k.into()));
     match &stream.documents.first()?.lookup(&path)?.1.value {
         Value::Str(s) => Some(s.clone()),
@@ -85,7 +85,7 @@ pub fn config_spec_path(source: &Source) -> Option<String> {
 
 /// Load and check one request. `Err` holds every error (and the warnings met on the way).
 pub fn load(source: &Source) -> Result<Loaded, Vec<Diagnostic>> {
-    let stream = match yaml::parse(source, yaml::Limits::default()) {
+    let stream = match yaml::parse(source, yaml::Limits::REQUEST) {
         Ok(stream) => stream,
         Err(e) => {
             let d = Diagnostic::error(YAML_SYNTAX, format!("invalid YAML: {}", e.message))

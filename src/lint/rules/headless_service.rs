@@ -38,11 +38,17 @@ impl Rule for HeadlessService {
         &Self::META
     }
 
-    /// Services whole (their spec is small); of Indexed Jobs with a subdomain, only what
-    /// relates them to a Service.
+    /// Of Services, what makes them fit; of Indexed Jobs with a subdomain, what relates them
+    /// to a Service.
     fn keeps(&self, doc: &Document) -> Vec<Vec<Step>> {
         if doc.kind == "Service" {
-            return vec![steps("spec")];
+            return [
+                "spec.clusterIP",
+                "spec.publishNotReadyAddresses",
+                "spec.selector",
+            ]
+            .map(steps)
+            .to_vec();
         }
         match job_spec(doc) {
             Some((path, spec))
@@ -53,7 +59,7 @@ impl Rule for HeadlessService {
             {
                 [
                     "completionMode",
-                    "template.metadata",
+                    "template.metadata.labels",
                     "template.spec.subdomain",
                 ]
                 .iter()
