@@ -984,6 +984,15 @@ fn config_map(
 ) -> Result<(Option<ConfigMap>, StagingMap), Vec<Diagnostic>> {
     let mut map = loaded.staging.map.clone();
     let Some(config) = &loaded.request.spec.command.config else {
+        if opts.staged_config.is_some() {
+            return Err(vec![
+                Diagnostic::error(
+                    CONFIG_DIGEST,
+                    "a staged config spec was given, but the request stages none (it is not in config mode)",
+                )
+                .help("drop --staged-config, or render the request it was staged for"),
+            ]);
+        }
         return Ok((None, map));
     };
     let at = |field: &str| ["spec", "command", "config", field].map(|k| Step::Key(k.into()));

@@ -1239,3 +1239,167 @@ fn every_generated_script_passes_shellcheck() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// no credential leaks, end to end
+
+/// Recognisable fake credentials in the environment of every command, in a request's `env`
+/// (refused), in a lint input and in a config spec; then every subcommand and every verb of
+/// the driver. No output stream, file written, kubectl argv or snapshot holds one unmasked.
+#[test]
+fn planted_credentials_never_leak_from_any_subcommand_or_verb() {
+    let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
+    let credentials = [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, NGC_KEY, HF_TOKEN];
+    let env = [credentials.as_slice(), &[S3_BUCKET_NAME]].concat();
+    let values: Vec<&str> = credentials.iter().map(|(_, v)| *v).collect();
+    let work = s.path("work");
+    fs::create_dir_all(work.join("specs")).unwrap();
+    fs::create_dir_all(work.join("requests")).unwrap();
+
+    // Inputs that carry them.
+    let request = fs::read_to_string(Path::new(ROOT).join(&s.request)).unwrap();
+    let with_env = format!("{request}  env:\n    HF_TOKEN: {}\n", HF_TOKEN.1);
+    let with_env_path = work.join("requests/with-env.yaml");
+    fs::write(&with_env_path, with_env).unwrap();
+    let manifest = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n  - name: c\n    \
+         image: nvcr.io/x:1\n    env:\n    - {{name: AWS_SECRET_ACCESS_KEY, value: {}}}\n    \
+         - {{name: NGC_API_KEY, value: {}}}\n    args: [--token, {}]\n",
+        AWS_SECRET_ACCESS_KEY.1, NGC_KEY.1, HF_TOKEN.1
+    );
+    let manifest_path = work.join("leaky.yaml");
+    fs::write(&manifest_path, &manifest).unwrap();
+    let config =
+        fs::read_to_string(Path::new(ROOT).join("fixtures/requests/valid/config-file.yaml"))
+            .unwrap();
+    let spec = fs::read_to_string(Path::new(ROOT).join("fixtures/requests/specs/dino-train.yaml"))
+        .unwrap();
+    fs::write(work.join("requests/config.yaml"), config).unwrap();
+    fs::write(
+        work.join("specs/dino-train.yaml"),
+        format!("{spec}wandb:\n  api_key: {}\n", AWS_SECRET_ACCESS_KEY.1),
+    )
+    .unwrap();
+    let staged_path = work.join("staged.yaml");
+    fs::write(&staged_path, format!("token: {}\n", HF_TOKEN.1)).unwrap();
+
+    let p = |path: &Path| path.display().to_string();
+    let (req, bundle) = (p(&Path::new(ROOT).join(&s.request)), p(&work.join("out")));
+    let state = s.path("state");
+    let commands: Vec<(Vec<String>, Option<i32>)> = [
+        (vec!["render", &req], Some(0)),
+        (vec!["render", &req, "-o", "json"], Some(0)),
+        (vec!["render", &req, "--out", &bundle], Some(0)),
+        (
+            vec!["stage", &req, "--out", &p(&work.join("stage"))],
+            Some(0),
+        ),
+        (vec!["script", &req], Some(0)),
+        (vec!["render", &p(&with_env_path)], Some(1)),
+        (
+            vec!["render", &p(&work.join("requests/config.yaml"))],
+            Some(1),
+        ),
+        (
+            vec!["render", &req, "--staged-config", &p(&staged_path)],
+            Some(1),
+        ),
+        (vec!["lint", &p(&manifest_path)], Some(1)),
+        (
+            vec!["lint", "--format", "json", &p(&manifest_path)],
+            Some(1),
+        ),
+        (
+            vec!["lint", "--format", "sarif", &p(&manifest_path)],
+            Some(1),
+        ),
+        (
+            vec!["lint", "--format", "github", &p(&manifest_path)],
+            Some(1),
+        ),
+        (vec!["lint", &p(&work.join("out"))], Some(0)),
+        (
+            vec![
+                "kept-fields",
+                &p(&manifest_path),
+                &p(&s.path("files/dry-run.json")),
+            ],
+            None,
+        ),
+        (vec!["rules"], Some(0)),
+        (vec!["explain", "TK101"], Some(0)),
+        (vec!["schema"], Some(0)),
+        (vec!["completions", "bash"], Some(0)),
+        (vec!["record", "list"], Some(0)),
+    ]
+    .into_iter()
+    .map(|(args, code)| (args.into_iter().map(String::from).collect(), code))
+    .collect();
+    for (args, code) in &commands {
+        let out = Command::new(cargo_bin("tao-k8s"))
+            .args(args)
+            .env("TAO_K8S_STATE_DIR", &state)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        if let Some(code) = code {
+            assert_eq!(
+                out.status.code(),
+                Some(*code),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        for stream in [&out.stdout, &out.stderr] {
+            let text = String::from_utf8_lossy(stream);
+            for value in &values {
+                assert!(
+                    !text.contains(value),
+                    "{args:?} printed a planted credential:\n{text}"
+                );
+            }
+        }
+    }
+    // The request's env was refused for the credential, and the lint found every one.
+    for dir in ["out", "stage"] {
+        for file in fs::read_dir(work.join(dir)).unwrap() {
+            let text = fs::read_to_string(file.unwrap().path()).unwrap();
+            for value in &values {
+                assert!(!text.contains(value), "{dir}/ holds a planted credential");
+            }
+        }
+    }
+
+    // Every verb of the driver, against the fake kubectl.
+    for (verb, scenario) in [
+        ("preflight", "healthy-cluster"),
+        ("submit", "healthy-cluster"),
+        ("status", "tier-c-running"),
+        ("logs", "tier-c-running"),
+        ("cancel", "healthy-cluster"),
+    ] {
+        let run = s.run(scenario, &env, &[verb]);
+        run.assert_code(0);
+        assert_no_leak(&s, &run, &credentials);
+    }
+
+    // No snapshot holds one either, nor anything else the credential scanner recognises.
+    for entry in fs::read_dir(Path::new(ROOT).join("tests/snapshots")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = fs::read_to_string(&path).unwrap();
+        for value in &values {
+            assert!(!text.contains(value), "{}", path.display());
+        }
+        let found = tao_k8s::secrets::scan_text(&text);
+        assert!(
+            found.is_empty(),
+            "{}: {:?}",
+            path.display(),
+            found
+                .iter()
+                .map(|f| &text[f.range.clone()])
+                .collect::<Vec<_>>()
+        );
+    }
+}
