@@ -279,7 +279,7 @@ fn a_file_full_of_findings_reports_the_first_ten_thousand_and_counts_the_rest() 
             &run.stderr
         };
         assert!(
-            out.contains("TK003"),
+            out.contains("TK009"),
             "{}",
             &out[out.len().saturating_sub(2000)..]
         );

@@ -126,7 +126,8 @@ request compiles and every object passes its strict schema.")]
   tao-k8s lint --format sarif deploy/ > tao-k8s.sarif
 
 Suppress a rule on one object with the annotation `tao-k8s.io/ignore: \"TK310 # why\"`.
-Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O or unparsable YAML.")]
+Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O, or input that is not YAML
+(or is over a limit: see --max-input-size and the README).")]
     Lint {
         /// Files, directories (searched for *.yaml and *.yml, skipping templates/), or `-`.
         #[arg(required = true)]
@@ -142,10 +143,10 @@ Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O or unparsabl
         /// The lowest severity that makes the run fail.
         #[arg(long, value_enum, default_value_t = lint::FailOn::Error)]
         fail_on: lint::FailOn,
-        /// Exit 0 whatever is found (still 2 for usage, I/O or unparsable YAML).
+        /// Exit 0 whatever is found (still 2 for usage, I/O or input that is not YAML).
         #[arg(long)]
         exit_zero: bool,
-        /// Most findings reported per file; the rest are counted in one last report (TK003).
+        /// Most findings reported per file; the rest are counted in one last report (TK009).
         #[arg(long, value_name = "N", default_value_t = 10_000)]
         max_findings: usize,
     },

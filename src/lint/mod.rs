@@ -163,7 +163,7 @@ pub const UNUSED_SUPPRESSION: &str = "TK001";
 /// Code of a document skipped because its kind is unknown.
 pub const UNKNOWN_KIND: &str = "TK002";
 /// Code of the report that stands for the findings over `Selection::max_findings`.
-pub const TOO_MANY: &str = "TK003";
+pub const TOO_MANY: &str = "TK009";
 /// The annotation that suppresses codes on one object: `"TK101,TK305 # why"`.
 pub const IGNORE_ANNOTATION: &str = "tao-k8s.io/ignore";
 
@@ -173,7 +173,7 @@ pub struct Selection {
     /// Codes, kebab names or groups; empty = all.
     pub select: Vec<String>,
     pub ignore: Vec<String>,
-    /// Most reports for one source; the rest are counted in one last report (TK003) with
+    /// Most reports for one source; the rest are counted in one last report (TK009) with
     /// their highest severity, so that a hostile input cannot fill memory with findings.
     /// `None` = no limit.
     pub max_findings: Option<usize>,
