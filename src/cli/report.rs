@@ -82,12 +82,12 @@ impl Reporter {
             let (window_from, window_to) = (line_start(text, first, 4), line_end(text, to, 1));
             let window = &text[window_from..window_to];
             let scanned = secrets::redact(window);
-            // The lint's own credential nodes (`masks`) that the scan left whole: masked
-            // inside their quotes.
+            // The lint's own credential nodes (`masks`, clipped to the window) that the scan
+            // left whole: masked inside their quotes.
             let missed = masks
                 .iter()
-                .filter(|m| m.start >= window_from && m.end <= window_to)
-                .map(|m| m.start - window_from..m.end - window_from)
+                .filter(|m| m.start < window_to && m.end > window_from)
+                .map(|m| m.start.max(window_from) - window_from..m.end.min(window_to) - window_from)
                 .filter(|m| scanned[m.clone()] == window[m.clone()])
                 .map(|m| {
                     let quoted = window[m.clone()].starts_with(['"', '\''])
