@@ -38,6 +38,30 @@ pub struct Rendered {
     pub text: String,
 }
 
+/// Instructions one render may run: far more than the embedded templates need (every
+/// fixture renders under it, 1,000 nodes included), far less than a runaway loop takes.
+const MAX_FUEL: u64 = 10_000_000;
+/// Bytes one template may write: as much as any input may hold.
+const MAX_OUTPUT: usize = crate::source::DEFAULT_MAX_INPUT as usize;
+
+/// A template's output, refused (kept one write past the limit, to say so) beyond
+/// [`MAX_OUTPUT`] bytes.
+struct Bounded(Vec<u8>);
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        if self.0.len() > MAX_OUTPUT {
+            return Err(std::io::Error::other("too large"));
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A template set, compiled once.
 pub struct Templates {
     env: Environment<'static>,
@@ -56,6 +80,8 @@ impl Templates {
     pub fn new(overrides: &[(String, String)]) -> Result<Templates, Diagnostic> {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
+        // A template author's loop cannot run for ever (`--templates`).
+        env.set_fuel(Some(MAX_FUEL));
         env.set_syntax(
             minijinja::syntax::SyntaxConfig::builder()
                 .trim_blocks(true)
@@ -108,9 +134,19 @@ impl Templates {
     /// Render one template with the Plan as its context.
     pub fn render(&self, name: &str, plan: &Plan) -> Result<Rendered, Diagnostic> {
         let template = self.env.get_template(name).map_err(template_error)?;
-        let text = template
-            .render(Value::from(minijinja::value::Serde(plan)))
-            .map_err(template_error)?;
+        let mut out = Bounded(Vec::new());
+        let rendered =
+            template.render_captured_to(Value::from(minijinja::value::Serde(plan)), &mut out);
+        if out.0.len() > MAX_OUTPUT {
+            return Err(Diagnostic::error(
+                TEMPLATE,
+                format!("{name} writes more than {MAX_OUTPUT} bytes"),
+            ));
+        }
+        rendered.map_err(template_error)?;
+        let text = String::from_utf8(out.0).map_err(|_| {
+            Diagnostic::error(TEMPLATE, format!("{name}: the output is not UTF-8 text"))
+        })?;
         Ok(Rendered {
             template: name.to_string(),
             text,

@@ -328,3 +328,23 @@ fn a_record_file_over_its_limit_is_corrupt_not_read_whole() {
     run_in(&mut command, &["record", "show", &id], Input::None)
         .refused(2, "is not a valid record: larger than 1048576 bytes");
 }
+
+#[test]
+fn a_template_that_loops_or_writes_without_end_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}",
+            "job.yaml.j2:1: engine ran out of fuel",
+        ),
+        (
+            "{% for i in range(100000) %}{{ \"x\" * 1000000 }}{% endfor %}",
+            "job.yaml.j2 writes more than 16777216 bytes",
+        ),
+    ];
+    for (template, message) in cases {
+        std::fs::write(dir.path().join("job.yaml.j2"), template).unwrap();
+        let templates = dir.path().display().to_string();
+        run(&["render", "--templates", &templates, EXAMPLE], Input::None).refused(1, message);
+    }
+}
