@@ -75,6 +75,10 @@ pub fn schema_text() -> String {
 /// The file a request names as its config spec (`spec.command.config.spec`), if any, read
 /// without checking the rest, so that a caller can read that file before compiling.
 pub fn config_spec_path(source: &Source) -> Option<String> {
+    // Most requests are in args mode: no `config` key, no second parse.
+    if !source.text().contains("config") {
+        return None;
+    }
     let stream = yaml::parse(source, yaml::Limits::REQUEST).ok()?;
     let path = ["spec", "command", "config", "spec"].map(|k| Step::Key(k.into()));
     match &stream.documents.first()?.lookup(&path)?.1.value {
