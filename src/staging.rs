@@ -137,7 +137,8 @@ fn covers(prefix: &str, path: &str) -> bool {
                 .strip_prefix(prefix)
                 .is_some_and(|r| r.starts_with('/'))
     } else {
-        is_under(path, prefix)
+        // `/` covers absolute paths only, not a relative word or a `scheme://` path.
+        path.starts_with('/') && is_under(path, prefix)
     }
 }
 
@@ -159,8 +160,17 @@ impl StagingMap {
             .max_by_key(|e| trim(&e.producer_path).len());
         match best {
             Some(e) => {
-                let rest = &path[trim(&e.producer_path).len()..];
-                let new = format!("{head}{}{rest}", trim(&e.pod_path));
+                // What follows the prefix: empty or `/...` (all of `path` under `/`).
+                let prefix = trim(&e.producer_path);
+                let rest = match prefix {
+                    "/" if path == "/" => "",
+                    "/" => path,
+                    _ => &path[prefix.len()..],
+                };
+                let new = match trim(&e.pod_path) {
+                    "/" if !rest.is_empty() => format!("{head}{rest}"),
+                    pod => format!("{head}{pod}{rest}"),
+                };
                 if new == value {
                     Rewrite::Unchanged
                 } else {
@@ -560,6 +570,31 @@ mod tests {
             r("cp /home/alice/data/x y"),
             Rewrite::Unchanged,
             "text is not a path"
+        );
+    }
+
+    #[test]
+    fn the_root_covers_absolute_paths_only() {
+        // Found by fuzzing (fuzz/regressions/staging/root-alias-empty-arg): `""` panicked and
+        // `train` became `/datarain`.
+        let m = map(&[("/", "/data"), ("/data", "/data")]);
+        let r = |s: &str| m.rewrite(s);
+        assert_eq!(r(""), Rewrite::Unchanged);
+        assert_eq!(r("k="), Rewrite::Unchanged);
+        assert_eq!(r("train"), Rewrite::Unchanged);
+        assert_eq!(r("é"), Rewrite::Unchanged);
+        assert_eq!(r("/x/y"), Rewrite::Rewritten("/data/x/y".into()));
+        assert_eq!(r("k=/x"), Rewrite::Rewritten("k=/data/x".into()));
+        assert_eq!(r("/data/x"), Rewrite::Unchanged);
+        assert_eq!(r("/"), Rewrite::Rewritten("/data".into()));
+        let to_root = map(&[("/home/alice", "/")]);
+        assert_eq!(
+            to_root.rewrite("/home/alice/x"),
+            Rewrite::Rewritten("/x".into())
+        );
+        assert_eq!(
+            to_root.rewrite("/home/alice"),
+            Rewrite::Rewritten("/".into())
         );
     }
 
