@@ -333,9 +333,19 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
             diags.push(d.secondary(first.span.clone(), format!("`{}` at `{pa}`", va.name)));
         }
     }
-    // An alias may name only one source (mount paths are checked as a layout above).
+    // An alias may name only one source (mount paths are checked as a layout above), and
+    // not the root: every absolute path of the command would land on the mount.
     for (i, field) in &alias_fields {
         let e = &staging.map.entries[*i];
+        if e.producer_path == "/" {
+            let d = Diagnostic::error(
+                CONFLICT,
+                format!("`/` as an alias of {} covers every absolute path", e.origin),
+            )
+            .help("name the producer-side directory the mount holds, e.g. `/home/alice/datasets`; `/usr/bin/python` in the command would otherwise land on the mount too");
+            diags.push(pin(tree, field, d, "the whole producer filesystem"));
+            continue;
+        }
         if let Some(other) = staging.map.entries[..*i]
             .iter()
             .find(|o| o.producer_path == e.producer_path && o.source != e.source)
