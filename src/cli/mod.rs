@@ -557,7 +557,7 @@ pub(crate) fn read_source(path: &Path) -> Result<Source, ReadError> {
     if bytes.len() as u64 > limit {
         return Err(refused(tao_k8s::source::TextError::TooLarge { limit }));
     }
-    Source::from_bytes(name.clone(), bytes).map_err(refused)
+    Source::from_bytes(name.as_str(), bytes).map_err(refused)
 }
 
 /// Every `*.j2` file of a directory, by file name.
