@@ -1269,6 +1269,18 @@ fn planted_credentials_never_leak_from_any_subcommand_or_verb() {
     );
     let manifest_path = work.join("leaky.yaml");
     fs::write(&manifest_path, &manifest).unwrap();
+    // One line that a GPU rule frames (no pull secret for nvcr.io) and that holds a credential
+    // only the redaction rules recognise, by its env name: masked even when they are ignored.
+    let one_line = work.join("one-line.yaml");
+    fs::write(
+        &one_line,
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers: [{{name: c, \
+             image: \"nvcr.io/x:1\", env: [{{name: AWS_SECRET_ACCESS_KEY, value: {}}}]}}]\n",
+            AWS_SECRET_ACCESS_KEY.1
+        ),
+    )
+    .unwrap();
     let config =
         fs::read_to_string(Path::new(ROOT).join("fixtures/requests/valid/config-file.yaml"))
             .unwrap();
@@ -1305,6 +1317,10 @@ fn planted_credentials_never_leak_from_any_subcommand_or_verb() {
             Some(1),
         ),
         (vec!["lint", &p(&manifest_path)], Some(1)),
+        (
+            vec!["lint", "--ignore", "redaction", &p(&one_line)],
+            Some(0),
+        ),
         (
             vec!["lint", "--format", "json", &p(&manifest_path)],
             Some(1),

@@ -121,34 +121,27 @@ pub fn run(
     let text = match format {
         LintFormat::Text => {
             let mut err = std::io::BufWriter::new(std::io::stderr().lock());
+            // Code frames never show a credential, even one another rule's frame touches, or
+            // one whose rule is not selected: the redaction rules' spans are masked in all.
             let redaction = Selection {
                 select: vec!["redaction".into()],
+                max_findings: selection.max_findings,
                 ..Selection::default()
             };
-            let all_redaction = redaction.rules().iter().all(|r| {
-                selection
-                    .rules()
+            let codes: Vec<&str> = redaction.rules().iter().map(|r| r.meta().code).collect();
+            let selected: Vec<&str> = selection.rules().iter().map(|r| r.meta().code).collect();
+            let all_selected = codes.iter().all(|c| selected.contains(c));
+            let credentials = |found: &[Reported]| -> Vec<tao_k8s::source::Span> {
+                let mut spans: Vec<_> = found
                     .iter()
-                    .any(|s| s.meta().code == r.meta().code)
-            });
+                    .filter(|r| codes.contains(&r.diagnostic.code))
+                    .flat_map(|r| r.diagnostic.labels.iter().map(|l| l.span.clone()))
+                    .collect();
+                spans.sort_by_key(|s| s.start);
+                spans
+            };
             for (source, found) in &reports {
-                // Code frames never show a credential, even one another rule's frame touches,
-                // or one whose rule is not selected.
-                let credentials = |found: &[Reported]| -> Vec<tao_k8s::source::Span> {
-                    let mut spans: Vec<_> = found
-                        .iter()
-                        .filter(|r| {
-                            redaction
-                                .rules()
-                                .iter()
-                                .any(|x| x.meta().code == r.diagnostic.code)
-                        })
-                        .flat_map(|r| r.diagnostic.labels.iter().map(|l| l.span.clone()))
-                        .collect();
-                    spans.sort_by_key(|s| s.start);
-                    spans
-                };
-                let masks = if all_redaction {
+                let masks = if all_selected {
                     credentials(found)
                 } else {
                     credentials(&tao_k8s::lint::lint(source, &redaction).unwrap_or_default())

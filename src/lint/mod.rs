@@ -459,10 +459,14 @@ impl Collected {
         if self.reports.len() < self.cap {
             self.reports.push(r);
         } else {
-            let (n, severity) = self.over.get_or_insert((0, Severity::Note));
-            *n += 1;
-            *severity = (*severity).max(r.diagnostic.severity);
+            self.count_over(r.diagnostic.severity);
         }
+    }
+
+    fn count_over(&mut self, severity: Severity) {
+        let (n, highest) = self.over.get_or_insert((0, Severity::Note));
+        *n += 1;
+        *highest = (*highest).max(severity);
     }
 
     /// A rule's finding on document `index`, unless the document suppresses its code.
@@ -484,9 +488,7 @@ impl Collected {
         }
         if self.reports.len() >= self.cap {
             // Counted without being built: the path and label are not formatted.
-            let (n, severity) = self.over.get_or_insert((0, Severity::Note));
-            *n += 1;
-            *severity = (*severity).max(meta.severity);
+            self.count_over(meta.severity);
             return;
         }
         let (line, column) = source.line_col(f.span.start);
