@@ -143,35 +143,47 @@ pub fn load(source: &Source) -> Result<Loaded, Vec<Diagnostic>> {
     }
     let mut json = tree.to_json();
     let mut prunable = true;
-    let mut prune: Vec<(Vec<Step>, Option<String>)> = Vec::new();
+    let mut prune: Vec<(Vec<Step>, String)> = Vec::new();
+    let mut missing: Vec<(Vec<Step>, String)> = Vec::new();
     for e in VALIDATOR.iter_errors(&json) {
         diags.extend(schema_diagnostics(&tree, &e));
         let path = steps_of(e.instance_path().iter().map(|s| s.to_string()));
         match e.kind() {
             ValidationErrorKind::AdditionalProperties { unexpected } => {
-                prune.extend(unexpected.iter().map(|u| (path.clone(), Some(u.clone()))));
+                prune.extend(unexpected.iter().map(|u| (path.clone(), u.clone())));
+            }
+            ValidationErrorKind::Required { property } => {
+                missing.push((path, property.as_str().unwrap_or_default().to_string()));
             }
             _ => match path.split_last() {
-                Some((Step::Key(k), parent)) => prune.push((parent.to_vec(), Some(k.clone()))),
+                Some((Step::Key(k), parent)) => prune.push((parent.to_vec(), k.clone())),
                 _ => prunable = false,
             },
         }
     }
     let structural = has_errors(&diags);
+    // The fields the rules below must not speak about: dropped or stood in for.
+    let mut settled: Vec<String> = Vec::new();
     if structural {
-        // Drop the offending members and go on, so that the rules below still report what
-        // they can in the same run. A member of an array cannot be dropped without shifting
-        // the paths of its neighbours: then the rules wait for the next run.
+        // Drop the offending members, stand in for the required ones that are missing or were
+        // dropped, and go on, so that the rules below still report what they can in the same
+        // run (a misspelled `netwrokArch` does not hide a bad `memory`). A member of an array
+        // cannot be dropped without shifting the paths of its neighbours: then the rules wait
+        // for the next run.
         if !prunable {
             return Err(diags);
         }
-        for (parent, key) in prune {
-            if let (Some(obj), Some(key)) = (
-                pointer_mut(&mut json, &parent).and_then(Json::as_object_mut),
-                key,
-            ) {
-                obj.remove(&key);
+        for (parent, key) in prune.into_iter().chain(missing) {
+            let Some(obj) = pointer_mut(&mut json, &parent).and_then(Json::as_object_mut) else {
+                continue;
+            };
+            obj.remove(&key);
+            let mut field = parent;
+            field.push(Step::Key(key.clone()));
+            if required(&parent_of(&field)).contains(&key) {
+                obj.insert(key, schema_at(&field).map_or(Json::Null, placeholder));
             }
+            settled.push(display_path(&field));
         }
     }
     let request: ActionRequest = match serde_path_to_error::deserialize(&json) {
@@ -186,12 +198,20 @@ pub fn load(source: &Source) -> Result<Loaded, Vec<Diagnostic>> {
         }
     };
     let reported: Vec<Option<String>> = diags.iter().map(|d| d.path.clone()).collect();
+    let about_settled = |path: &Option<String>| {
+        path.as_deref().is_some_and(|p| {
+            settled.iter().any(|s| {
+                p.strip_prefix(s.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+            })
+        })
+    };
     let (staging, staging_diags) = crate::staging::stage(&request, &tree);
     diags.extend(
         check::check(&request, &tree)
             .into_iter()
             .chain(staging_diags)
-            .filter(|d| !structural || !reported.contains(&d.path)),
+            .filter(|d| !structural || !(reported.contains(&d.path) || about_settled(&d.path))),
     );
     if has_errors(&diags) {
         return Err(diags);
@@ -458,8 +478,8 @@ fn nearest<'a>(name: &str, known: &'a [String]) -> Option<&'a str> {
         .map(|(_, k)| k.as_str())
 }
 
-/// The field names the schema allows at an instance path.
-fn known_fields(path: &[Step]) -> Vec<String> {
+/// The schema of the value at an instance path.
+fn schema_at(path: &[Step]) -> Option<&'static Json> {
     let mut schema = resolve(&SCHEMA);
     for step in path {
         let next = match step {
@@ -469,16 +489,76 @@ fn known_fields(path: &[Step]) -> Vec<String> {
                 .or_else(|| schema.get("additionalProperties")),
             Step::Index(_) => schema.get("items"),
         };
-        match next {
-            Some(s) => schema = resolve(s),
-            None => return Vec::new(),
-        }
+        schema = resolve(next?);
     }
-    schema
-        .get("properties")
+    Some(schema)
+}
+
+/// The field names the schema allows at an instance path.
+fn known_fields(path: &[Step]) -> Vec<String> {
+    schema_at(path)
+        .and_then(|s| s.get("properties"))
         .and_then(Json::as_object)
         .map(|p| p.keys().cloned().collect())
         .unwrap_or_default()
+}
+
+/// The required field names at an instance path.
+fn required(path: &[Step]) -> Vec<String> {
+    schema_at(path)
+        .and_then(|s| s.get("required"))
+        .and_then(Json::as_array)
+        .map(|r| r.iter().filter_map(Json::as_str).map(String::from).collect())
+        .unwrap_or_default()
+}
+
+fn parent_of(path: &[Step]) -> Vec<Step> {
+    path[..path.len().saturating_sub(1)].to_vec()
+}
+
+/// The least value a schema accepts the type of: it stands in for a required field that is
+/// missing or wrong, so that the rest of the request can still be checked.
+fn placeholder(schema: &Json) -> Json {
+    let schema = resolve(schema);
+    if let Some(value) = schema.get("const").or_else(|| {
+        schema
+            .get("enum")
+            .and_then(Json::as_array)
+            .and_then(|options| options.first())
+    }) {
+        return value.clone();
+    }
+    let kind = match schema.get("type") {
+        Some(Json::String(t)) => t.as_str(),
+        Some(Json::Array(types)) => types
+            .iter()
+            .filter_map(Json::as_str)
+            .find(|t| *t != "null")
+            .unwrap_or("null"),
+        _ if schema.get("properties").is_some() => "object",
+        _ => "null",
+    };
+    match kind {
+        "object" => {
+            let properties = schema.get("properties");
+            let fields = schema
+                .get("required")
+                .and_then(Json::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Json::as_str)
+                .map(|name| {
+                    let field = properties.and_then(|p| p.get(name));
+                    (name.to_string(), field.map_or(Json::Null, placeholder))
+                });
+            Json::Object(fields.collect())
+        }
+        "array" => Json::Array(Vec::new()),
+        "string" => Json::from(""),
+        "integer" | "number" => schema.get("minimum").cloned().unwrap_or(Json::from(0)),
+        "boolean" => Json::Bool(false),
+        _ => Json::Null,
+    }
 }
 
 /// Follow `$ref`s and the `anyOf`/`allOf` wrappers schemars puts around optional structs.
