@@ -308,7 +308,7 @@ fn started(status_dir: &Path, action: &str) -> Child {
     let begun = Instant::now();
     while !marker.exists() {
         assert!(
-            begun.elapsed() < Duration::from_secs(5),
+            begun.elapsed() < Duration::from_secs(60),
             "the action never started"
         );
         std::thread::sleep(Duration::from_millis(10));
@@ -333,7 +333,8 @@ fn the_wrapper_forwards_sigterm_and_sigint_and_still_records_the_code() {
         let begun = Instant::now();
         signal(&child, name);
         let out = child.wait_with_output().unwrap();
-        assert!(begun.elapsed() < Duration::from_secs(2), "{name}");
+        // Well under the action's 30 s: the signal was forwarded, not waited out.
+        assert!(begun.elapsed() < Duration::from_secs(20), "{name}");
         // SIGINT arrives as SIGTERM: the action dies of SIGTERM either way.
         assert_eq!(out.status.code(), Some(143), "{name}: {}", stderr(&out));
         assert_eq!(recorded(dir.path()), "143\n", "{name}");

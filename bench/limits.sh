@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The limits' goals, measured: every hostile input of tests/limits.rs is refused (or handled)
+# within 2 s of CPU time and 256 MiB of memory. The tests check the refusals and the memory;
+# time is measured here, on a release build, because a timed test fails on a slower machine.
+#
+#   bench/limits.sh              build (release), generate the inputs, print a table
+#   bench/limits.sh --debug      the same with the test profile's binary (target/debug)
+#
+# Needs cargo, python3 and GNU time (/usr/bin/time). Each case runs 3 times; the table shows the
+# slowest run's CPU time (user + system) and the largest peak RSS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+profile=release
+[ "${1:-}" = --debug ] && profile=debug
+if [ "$profile" = release ]; then
+  cargo build --locked --release --quiet
+else
+  cargo build --locked --quiet
+fi
+bin="$PWD/target/$profile/tao-k8s"
+[ -x /usr/bin/time ] || { echo "GNU time (/usr/bin/time) is needed: apt-get install time" >&2; exit 2; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+python3 - "$work" <<'EOF'
+import os, sys
+d = sys.argv[1]
+example = open("examples/dino-train.yaml").read()
+def put(name, text):
+    with open(os.path.join(d, name), "w") as f:
+        f.write(text)
+def request_with(extra):
+    return example.replace("spec:\n", "spec:\n" + extra, 1)
+bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    "a%d: &a%d [%s]\n" % (i, i, ", ".join(["*a%d" % (i - 1)] * 10)) for i in range(1, 9))
+put("bomb.yaml", bomb)
+put("bomb-request.yaml", request_with("".join("  " + l + "\n" for l in bomb.splitlines())))
+small = ("a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"
+         "c: [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n")
+put("many-bombs.yaml", ("---\n" + small) * 5000)
+put("deep-flow.yaml", "[" * 10000 + "]" * 10000)
+put("deep-block.yaml", "- " * 10000 + "x\n")
+put("deep-request.yaml", request_with("  x: " + "{a: " * 10000 + "}" * 10000 + "\n"))
+put("big.yaml", "# padding\n" * (2 << 20))
+put("long-scalar.yaml", "apiVersion: v1\nkind: ConfigMap\ndata:\n  k: " + "x" * (3 << 20) + "\n")
+put("many-docs.yaml", "--- {}\n" * 50001)
+put("many-nodes-request.yaml", request_with("  x: [" + "0," * 200000 + "]\n"))
+pair = ("---\napiVersion: batch/v1\nkind: Job\nmetadata: {{name: j{i}}}\nspec:\n  "
+        "completionMode: Indexed\n  completions: 2\n  template:\n    spec:\n      "
+        "subdomain: s{i}\n      containers: [{{name: c, image: \"nvcr.io/x:1\", "
+        "resources: {{limits: {{nvidia.com/gpu: 1}}}}}}]\n---\napiVersion: v1\n"
+        "kind: Service\nmetadata: {{name: s{i}}}\nspec: {{clusterIP: None, selector: "
+        "{{a: b}}}}\n")
+put("findings.yaml", "".join(pair.format(i=i) for i in range(24000)))
+os.makedirs(os.path.join(d, "loop"))
+put("loop/job.yaml.j2", "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}")
+EOF
+
+# name | command (run by bash -c, with $bin and $work set)
+cases=(
+  "alias bomb, lint|\"\$bin\" lint \"\$work/bomb.yaml\""
+  "alias bomb in a request|\"\$bin\" render \"\$work/bomb-request.yaml\""
+  "5,000 small bombs, lint|\"\$bin\" lint \"\$work/many-bombs.yaml\""
+  "10,000-deep flow, lint|\"\$bin\" lint \"\$work/deep-flow.yaml\""
+  "10,000-deep block, lint|\"\$bin\" lint \"\$work/deep-block.yaml\""
+  "10,000-deep request|\"\$bin\" render \"\$work/deep-request.yaml\""
+  "20 MiB file, lint (refused)|\"\$bin\" lint \"\$work/big.yaml\""
+  "20 MiB file, lint --max-input-size 32Mi|\"\$bin\" lint --max-input-size 32Mi \"\$work/big.yaml\""
+  "1 GB on stdin, render|yes aaaaaaaaaaaaaaa | head -c 1073741824 | \"\$bin\" render -"
+  "1 GB on stdin, lint|yes aaaaaaaaaaaaaaa | head -c 1073741824 | \"\$bin\" lint -"
+  "3 MiB scalar, lint|\"\$bin\" lint \"\$work/long-scalar.yaml\""
+  "50,001 documents, lint|\"\$bin\" lint \"\$work/many-docs.yaml\""
+  "100k-node request|\"\$bin\" render \"\$work/many-nodes-request.yaml\""
+  "48,000 documents of findings, text|\"\$bin\" lint --format text \"\$work/findings.yaml\""
+  "48,000 documents of findings, json|\"\$bin\" lint --format json \"\$work/findings.yaml\""
+  "a template loop|\"\$bin\" render --templates \"\$work/loop\" examples/dino-train.yaml"
+)
+
+echo "| case | exit | CPU (max of 3) | peak RSS | goal (2 s, 256 MiB) |"
+echo "|---|---:|---:|---:|---|"
+for entry in "${cases[@]}"; do
+  name=${entry%%|*}
+  command=${entry#*|}
+  cpu=0 rss=0 code=0
+  for _ in 1 2 3; do
+    # GNU time measures the last command of the pipeline: tao-k8s itself.
+    command_timed=${command/\"\$bin\"/\/usr\/bin\/time -f '%U %S %M' -o \"\$work/time\" \"\$bin\"}
+    code=0
+    bin=$bin work=$work bash -c "$command_timed" >/dev/null 2>&1 || code=$?
+    # GNU time writes "Command exited with non-zero status N" first when it did.
+    read -r user sys kib < <(tail -n 1 "$work/time")
+    cpu=$(python3 -c "print(max($cpu, $user + $sys))")
+    rss=$(( kib > rss ? kib : rss ))
+  done
+  verdict=met
+  python3 -c "import sys; sys.exit(0 if $cpu < 2 and $rss < 262144 else 1)" || verdict="NOT met"
+  printf '| %s | %s | %.2f s | %d MiB | %s |\n' "$name" "$code" "$cpu" $((rss / 1024)) "$verdict"
+done
