@@ -87,11 +87,27 @@ impl KubeVersion {
         major: 1,
         minor: 28,
     };
-    /// The oldest target: `ttlSecondsAfterFinished` is GA from 1.23.
+    /// The oldest supported target: the oldest minor whose strict schemas the output is checked
+    /// against, and what multi-node needs.
     pub const OLDEST: KubeVersion = KubeVersion {
         major: 1,
-        minor: 23,
+        minor: 28,
     };
+    /// The newest supported target.
+    pub const NEWEST: KubeVersion = KubeVersion {
+        major: 1,
+        minor: 37,
+    };
+
+    /// Whether this version is a supported target.
+    pub fn is_supported(self) -> bool {
+        (KubeVersion::OLDEST..=KubeVersion::NEWEST).contains(&self)
+    }
+
+    /// The supported targets, for messages: `1.28 to 1.37`.
+    pub fn supported_range() -> String {
+        format!("{} to {}", KubeVersion::OLDEST, KubeVersion::NEWEST)
+    }
 }
 
 impl std::str::FromStr for KubeVersion {
@@ -396,25 +412,17 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
         errors.push(d);
         String::new()
     });
-    if req.nodes() > 1 && opts.kube_version < KubeVersion::MULTI_NODE {
+    if !opts.kube_version.is_supported() {
         errors.push(
             Diagnostic::error(
                 OPTION,
                 format!(
-                    "multi-node Jobs need Kubernetes {} or newer, but the target is {}",
-                    KubeVersion::MULTI_NODE,
-                    opts.kube_version
+                    "Kubernetes {} is not a supported target: tao-k8s targets {}",
+                    opts.kube_version,
+                    KubeVersion::supported_range()
                 ),
             )
-            .help("the pod hostnames `<job>-<index>` that MASTER_ADDR names exist from 1.28; use --kube-version 1.28 or newer, or `nodes: 1`"),
-        );
-    } else if opts.kube_version < KubeVersion::OLDEST {
-        errors.push(
-            Diagnostic::error(
-                OPTION,
-                format!("Kubernetes {} is not supported", opts.kube_version),
-            )
-            .help(format!("target {} or newer", KubeVersion::OLDEST)),
+            .help("multi-node needs 1.28 for the pod hostnames `<job>-<index>` that MASTER_ADDR names; target a version in the range"),
         );
     }
     let names = Names::derive(

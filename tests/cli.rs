@@ -124,7 +124,16 @@ fn usage_and_io_errors_exit_2() {
         .output()
         .unwrap();
     assert_eq!(missing.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read no/such/request.yaml"));
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr),
+        "error: cannot read `no/such/request.yaml`: no such file or directory\n"
+    );
+    let directory = tao().args(["render", "examples"]).output().unwrap();
+    assert_eq!(directory.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&directory.stderr),
+        "error: cannot read `examples`: it is a directory, not a file\n"
+    );
     assert_eq!(
         tao().args(["render"]).output().unwrap().status.code(),
         Some(2)
@@ -142,6 +151,71 @@ fn usage_and_io_errors_exit_2() {
             .code(),
         Some(2)
     );
+}
+
+#[test]
+fn the_version_names_the_commit_when_built_from_a_checkout() {
+    let out = tao().arg("--version").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let version = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        version.starts_with(concat!("tao-k8s ", env!("CARGO_PKG_VERSION"))),
+        "{version}"
+    );
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|h| h.status.success());
+    if let Some(head) = head {
+        let head = String::from_utf8_lossy(&head.stdout);
+        assert!(
+            version.contains(&format!("(commit {})", head.trim())),
+            "{version}"
+        );
+    }
+}
+
+#[test]
+fn json_output_and_a_bundle_are_not_asked_for_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tao()
+        .args(["render", EXAMPLE, "-o", "json", "--out"])
+        .arg(dir.path().join("bundle"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot be used with"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!dir.path().join("bundle").exists(), "nothing is written");
+}
+
+#[test]
+fn kube_versions_outside_the_supported_range_are_refused_with_the_range() {
+    for version in ["1.27", "1.38", "2.0", "v1.23.4"] {
+        let out = tao()
+            .args(["render", EXAMPLE, "--kube-version", version])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{version}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("the supported versions are 1.28 to 1.37"),
+            "{version}: {stderr}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+    for version in ["1.28", "v1.32.1", "1.37"] {
+        let out = tao()
+            .args(["render", EXAMPLE, "--kube-version", version])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{version}");
+    }
 }
 
 #[test]
@@ -385,4 +459,41 @@ fn render_refuses_output_that_fails_its_own_lint() {
         "{stderr}"
     );
     assert!(!stderr.contains("FAKEFAKE"), "masked: {stderr}");
+}
+
+/// The published hooks skip pre-commit's own files (no Kubernetes objects: linting them would
+/// print a note in every repository), and this repository's own hook passes on its examples.
+#[test]
+fn the_pre_commit_hooks_draw_no_note_here() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join(".pre-commit-hooks.yaml")).unwrap();
+    let stream = yaml::parse(&Source::new("hooks", text), yaml::Limits::default()).unwrap();
+    let hooks = stream.documents[0].to_json();
+    let hooks = hooks.as_array().unwrap();
+    assert_eq!(hooks.len(), 2);
+    for hook in hooks {
+        let pattern = |key: &str| regex::Regex::new(hook[key].as_str().unwrap()).unwrap();
+        let (files, exclude) = (pattern("files"), pattern("exclude"));
+        for own in [".pre-commit-config.yaml", ".pre-commit-hooks.yaml"] {
+            assert!(
+                files.is_match(own) && exclude.is_match(own),
+                "{own}: {hook}"
+            );
+        }
+        for linted in ["k8s/job.yaml", "deploy/base/svc.yml"] {
+            assert!(
+                files.is_match(linted) && !exclude.is_match(linted),
+                "{linted}"
+            );
+        }
+        assert!(exclude.is_match("chart/templates/job.yaml"));
+    }
+    let out = std::process::Command::new("bash")
+        .arg(root.join(".ci/lint-rendered-examples.sh"))
+        .env("TAO_K8S_BIN", env!("CARGO_BIN_EXE_tao-k8s"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("note"), "{stderr}");
 }

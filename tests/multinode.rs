@@ -162,30 +162,29 @@ fn a_single_node_job_is_not_indexed() {
 }
 
 #[test]
-fn multi_node_needs_kubernetes_1_28() {
-    let old = Options {
-        kube_version: KubeVersion {
-            major: 1,
-            minor: 27,
-        },
-        ..Options::default()
-    };
-    let Err(Failure::Request(diags)) = compile(&request("dino", 2), &old) else {
-        panic!("accepted 1.27")
-    };
-    assert!(
-        diags[0].message.contains("need Kubernetes 1.28"),
-        "{diags:?}"
-    );
-    assert!(
-        compile(&request("dino", 1), &old).is_ok(),
-        "one node is fine on 1.27"
-    );
-    let newer = Options {
-        kube_version: "1.31".parse().unwrap(),
-        ..Options::default()
-    };
-    assert!(compile(&request("dino", 2), &newer).is_ok());
+fn targets_outside_1_28_to_1_37_are_refused_with_the_range() {
+    for (major, minor) in [(1, 27), (1, 38), (2, 0)] {
+        let outside = Options {
+            kube_version: KubeVersion { major, minor },
+            ..Options::default()
+        };
+        for nodes in [1, 2] {
+            let Err(Failure::Request(diags)) = compile(&request("dino", nodes), &outside) else {
+                panic!("accepted {major}.{minor} for {nodes} node(s)")
+            };
+            assert!(
+                diags[0].message.contains("tao-k8s targets 1.28 to 1.37"),
+                "{diags:?}"
+            );
+        }
+    }
+    for version in ["1.28", "1.31", "1.37"] {
+        let inside = Options {
+            kube_version: version.parse().unwrap(),
+            ..Options::default()
+        };
+        assert!(compile(&request("dino", 2), &inside).is_ok(), "{version}");
+    }
 }
 
 /// The wait script, run by `sh` with a fake `getent` that answers from a counter file.

@@ -20,7 +20,7 @@ pub(crate) const USAGE: u8 = 2;
 
 /// Compile NVIDIA TAO action requests into validated Kubernetes manifests, offline.
 #[derive(Parser)]
-#[command(name = "tao-k8s", version, about, long_about = None)]
+#[command(name = "tao-k8s", version = env!("TAO_K8S_VERSION"), about, long_about = None)]
 #[command(after_help = "Exit codes: 0 clean, 1 refused input or findings, 2 usage or I/O error.")]
 struct Cli {
     /// When to color diagnostics.
@@ -64,12 +64,14 @@ request compiles and every object passes its strict schema.")]
         /// The request file (YAML or JSON), or `-` for stdin.
         request: PathBuf,
         /// Output format: one YAML stream, or JSON (a List when there are several objects).
-        #[arg(short, long, value_enum, default_value_t = Format::Yaml)]
-        output: Format,
+        /// Not with --out, whose bundle is YAML for kubectl and the driver script.
+        #[arg(short, long, value_enum, conflicts_with = "out")]
+        output: Option<Format>,
         /// Namespace of every object; wins over the request.
         #[arg(short, long)]
         namespace: Option<String>,
-        /// Target Kubernetes minor version: only fields on by default there are emitted.
+        /// Target Kubernetes minor version (1.28 to 1.37): only fields on by default there are
+        /// emitted.
         #[arg(long, default_value = "1.28", value_parser = parse_kube_version)]
         kube_version: KubeVersion,
         /// A directory of templates (`*.j2`) that replace the embedded ones of the same name.
@@ -172,7 +174,15 @@ Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O, or input th
 }
 
 fn parse_kube_version(s: &str) -> Result<KubeVersion, String> {
-    s.parse()
+    let version: KubeVersion = s.parse()?;
+    if version.is_supported() {
+        Ok(version)
+    } else {
+        Err(format!(
+            "Kubernetes {version} is not supported: the supported versions are {}",
+            KubeVersion::supported_range()
+        ))
+    }
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -224,7 +234,8 @@ pub fn run() -> ExitCode {
                 bundle,
                 ..Files::default()
             };
-            render(&out, &request, output, opts, templates.as_deref(), &files)
+            let format = output.unwrap_or(Format::Yaml);
+            render(&out, &request, format, opts, templates.as_deref(), &files)
         }
         Command::Stage {
             request,
@@ -345,7 +356,7 @@ fn render(
             if let Some(dir) = &files.out {
                 let spec = compiled.plan.config_map.as_ref().map(|cm| cm.data.as_str());
                 let written = std::fs::create_dir_all(dir)
-                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+                    .map_err(|e| format!("cannot create `{}`: {}", dir.display(), io_reason(&e)))
                     .and_then(|()| write_atomic(&dir.join("staging-map.json"), &map))
                     .and_then(|()| {
                         spec.map_or(Ok(()), |spec| write_atomic(&dir.join("spec.yaml"), spec))
@@ -373,7 +384,7 @@ fn render(
                 }
                 let dir = files.bundle.as_ref().expect("checked above");
                 let written = std::fs::create_dir_all(dir)
-                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+                    .map_err(|e| format!("cannot create `{}`: {}", dir.display(), io_reason(&e)))
                     .and_then(|()| write_atomic(&dir.join("manifest.yaml"), &compiled.yaml))
                     .and_then(|()| write_atomic(&dir.join("staging-map.json"), &map))
                     .and_then(|()| {
@@ -506,7 +517,7 @@ fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    let fail = |e: std::io::Error| format!("cannot write `{}`: {}", path.display(), io_reason(&e));
     let mut file = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
     file.write_all(text.as_bytes()).map_err(fail)?;
     file.persist(path).map_err(|e| fail(e.error))?;
@@ -544,10 +555,22 @@ impl ReadError {
 /// an endless stream is refused as soon as it passes the limit.
 pub(crate) fn read_source(path: &Path) -> Result<Source, ReadError> {
     let limit = *MAX_INPUT.get_or_init(|| tao_k8s::source::DEFAULT_MAX_INPUT);
-    let io = |e: std::io::Error| ReadError::Io(format!("cannot read {}: {e}", path.display()));
+    let io = |e: std::io::Error| {
+        ReadError::Io(format!(
+            "cannot read `{}`: {}",
+            path.display(),
+            io_reason(&e)
+        ))
+    };
     let (name, reader): (String, Box<dyn Read>) = if path == Path::new("-") {
         ("<stdin>".into(), Box::new(std::io::stdin().lock()))
     } else {
+        if path.is_dir() {
+            return Err(ReadError::Io(format!(
+                "cannot read `{}`: it is a directory, not a file",
+                path.display()
+            )));
+        }
         let file = std::fs::File::open(path).map_err(io)?;
         (path.display().to_string(), Box::new(file))
     };
@@ -560,14 +583,33 @@ pub(crate) fn read_source(path: &Path) -> Result<Source, ReadError> {
     Source::from_bytes(name.as_str(), bytes).map_err(refused)
 }
 
+/// Why an I/O operation failed, in words (no `(os error 2)`).
+pub(crate) fn io_reason(e: &std::io::Error) -> String {
+    use std::io::ErrorKind::*;
+    match e.kind() {
+        NotFound => "no such file or directory".into(),
+        PermissionDenied => "permission denied".into(),
+        IsADirectory => "it is a directory, not a file".into(),
+        NotADirectory => "a part of the path is not a directory".into(),
+        _ => {
+            // The OS text without its `(os error N)` suffix.
+            let text = e.to_string();
+            match text.rsplit_once(" (os error ") {
+                Some((reason, _)) => reason.to_lowercase(),
+                None => text,
+            }
+        }
+    }
+}
+
 /// Every `*.j2` file of a directory, by file name.
 fn read_templates(dir: &Path) -> Result<Vec<(String, String)>, String> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read `{}`: {}", dir.display(), io_reason(&e)))?;
     let mut files = Vec::new();
     for entry in entries {
         let path = entry
-            .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+            .map_err(|e| format!("cannot read `{}`: {}", dir.display(), io_reason(&e)))?
             .path();
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;

@@ -508,7 +508,12 @@ fn required(path: &[Step]) -> Vec<String> {
     schema_at(path)
         .and_then(|s| s.get("required"))
         .and_then(Json::as_array)
-        .map(|r| r.iter().filter_map(Json::as_str).map(String::from).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(Json::as_str)
+                .map(String::from)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
