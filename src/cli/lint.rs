@@ -8,9 +8,9 @@ use serde_json::{Value as Json, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use tao_k8s::diag::Severity;
+use tao_k8s::diag::{Redactor, Severity};
 use tao_k8s::lint::{Reported, Selection, registry};
-use tao_k8s::source::Source;
+use tao_k8s::source::{Source, Span};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum LintFormat {
@@ -118,34 +118,13 @@ pub fn run(
         .iter()
         .flat_map(|(_, r)| r)
         .any(|r| r.diagnostic.severity >= threshold);
+    // The one place reports leave the engine: each passes the redactor of its source before
+    // any format shows it.
+    let redactors = redact(&mut reports, selection);
     let text = match format {
         LintFormat::Text => {
             let mut err = std::io::BufWriter::new(std::io::stderr().lock());
-            // Code frames never show a credential, even one another rule's frame touches, or
-            // one whose rule is not selected: the redaction rules' spans are masked in all.
-            let redaction = Selection {
-                select: vec!["redaction".into()],
-                max_findings: selection.max_findings,
-                ..Selection::default()
-            };
-            let codes: Vec<&str> = redaction.rules().iter().map(|r| r.meta().code).collect();
-            let selected: Vec<&str> = selection.rules().iter().map(|r| r.meta().code).collect();
-            let all_selected = codes.iter().all(|c| selected.contains(c));
-            let credentials = |found: &[Reported]| -> Vec<tao_k8s::source::Span> {
-                let mut spans: Vec<_> = found
-                    .iter()
-                    .filter(|r| codes.contains(&r.diagnostic.code))
-                    .flat_map(|r| r.diagnostic.labels.iter().map(|l| l.span.clone()))
-                    .collect();
-                spans.sort_by_key(|s| s.start);
-                spans
-            };
-            for (source, found) in &reports {
-                let masks = if all_selected {
-                    credentials(found)
-                } else {
-                    credentials(&tao_k8s::lint::lint(source, &redaction).unwrap_or_default())
-                };
+            for ((source, found), (redactor, masks)) in reports.iter().zip(&redactors) {
                 for r in found {
                     let mut d = r.diagnostic.clone();
                     if let Some(object) = r
@@ -155,7 +134,7 @@ pub fn run(
                     {
                         d.message = format!("{} [{object}]", d.message);
                     }
-                    let _ = writeln!(err, "{}\n", out.render_masked(Some(source), &d, &masks));
+                    let _ = writeln!(err, "{}\n", out.render(Some(source), &d, redactor, masks));
                 }
             }
             let count = |s: Severity| {
@@ -200,6 +179,55 @@ pub fn run(
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Mask every report in place, and give each source's redactor and the spans of the
+/// credentials in it (sorted), which code frames mask too: even one another rule's frame
+/// touches, or one whose rule is not selected (the redaction rules then run on the side).
+fn redact(
+    reports: &mut [(Source, Vec<Reported>)],
+    selection: &Selection,
+) -> Vec<(Redactor, Vec<Span>)> {
+    let redaction = Selection {
+        select: vec!["redaction".into()],
+        max_findings: selection.max_findings,
+        ..Selection::default()
+    };
+    let codes: Vec<&str> = redaction.rules().iter().map(|r| r.meta().code).collect();
+    let selected: Vec<&str> = selection.rules().iter().map(|r| r.meta().code).collect();
+    let all_selected = codes.iter().all(|c| selected.contains(c));
+    let credentials = |found: &[Reported]| -> Vec<Span> {
+        let mut spans: Vec<_> = found
+            .iter()
+            .filter(|r| codes.contains(&r.diagnostic.code))
+            .flat_map(|r| r.diagnostic.labels.iter().map(|l| l.span.clone()))
+            .collect();
+        spans.sort_by_key(|s| s.start);
+        spans
+    };
+    reports
+        .iter_mut()
+        .map(|(source, found)| {
+            let spans = if all_selected {
+                credentials(found)
+            } else {
+                credentials(&tao_k8s::lint::lint(source, &redaction).unwrap_or_default())
+            };
+            let text = source.text();
+            let redactor = Redactor::with_values(
+                spans
+                    .iter()
+                    .filter_map(|s| text.get(s.clone()))
+                    .map(String::from),
+            );
+            for r in found.iter_mut() {
+                r.diagnostic = redactor.diagnostic(&r.diagnostic);
+                r.object = r.object.as_deref().map(|o| redactor.text(o));
+                r.json_path = redactor.text(&r.json_path);
+            }
+            (redactor, spans)
+        })
+        .collect()
 }
 
 fn rule_name(code: &str) -> &'static str {

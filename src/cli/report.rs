@@ -4,7 +4,7 @@
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
 use std::io::Write;
 use std::process::ExitCode;
-use tao_k8s::diag::{Diagnostic, Severity};
+use tao_k8s::diag::{Diagnostic, Redactor, Severity};
 use tao_k8s::secrets;
 use tao_k8s::source::{Source, Span};
 
@@ -26,22 +26,29 @@ impl Reporter {
         }
     }
 
-    /// Print diagnostics, with code frames when they point into `source`.
+    /// Print diagnostics, with code frames when they point into `source`. Every text passes
+    /// the source's [`Redactor`] first.
     pub fn diagnostics(&self, source: Option<&Source>, diags: &[Diagnostic]) {
+        if diags.is_empty() {
+            return;
+        }
+        let redactor = source.map_or_else(Redactor::default, redactor_for);
         let mut err = std::io::BufWriter::new(std::io::stderr().lock());
         for d in diags {
-            let _ = writeln!(err, "{}\n", self.render(source, d));
+            let _ = writeln!(err, "{}\n", self.render(source, d, &redactor, &[]));
         }
     }
 
-    /// One diagnostic as text.
-    pub fn render(&self, source: Option<&Source>, d: &Diagnostic) -> String {
-        self.render_masked(source, d, &[])
-    }
-
-    /// One diagnostic as text, with `masks` (spans of credentials found by other means, such
-    /// as the lint's redaction rules, sorted) masked in its code frame too.
-    pub fn render_masked(&self, source: Option<&Source>, d: &Diagnostic, masks: &[Span]) -> String {
+    /// One diagnostic as text, masked by `redactor`, with `masks` (spans of credentials found
+    /// by other means, such as the lint's redaction rules, sorted) masked in its code frame too.
+    pub fn render(
+        &self,
+        source: Option<&Source>,
+        d: &Diagnostic,
+        redactor: &Redactor,
+        masks: &[Span],
+    ) -> String {
+        let d = &redactor.diagnostic(d);
         let level = match d.severity {
             Severity::Error => Level::ERROR,
             Severity::Warning => Level::WARNING,
@@ -81,7 +88,7 @@ impl Reporter {
             // (an env entry's `name`, a PEM header) stands; offsets are preserved.
             let (window_from, window_to) = (line_start(text, first, 4), line_end(text, to, 1));
             let window = &text[window_from..window_to];
-            let scanned = secrets::redact(window);
+            let scanned = redactor.frame(window);
             // The lint's own credential nodes (`masks`, clipped to the window) that the scan
             // left whole: masked inside their quotes.
             let missed = masks
@@ -140,13 +147,27 @@ impl Reporter {
 
     /// A note for the user.
     pub fn note(&self, message: &str) {
-        eprintln!("note: {message}");
+        eprintln!("note: {}", Redactor::default().text(message));
     }
 
     /// An I/O problem: exit 2.
     pub fn io_error(&self, message: &str) -> ExitCode {
-        eprintln!("error: {message}");
+        eprintln!("error: {}", Redactor::default().text(message));
         ExitCode::from(2)
+    }
+}
+
+/// The redactor of one input: the credential values its YAML holds (none when it is not
+/// YAML: then credential shapes alone are masked).
+pub fn redactor_for(source: &Source) -> Redactor {
+    match tao_k8s::yaml::parse(source, tao_k8s::yaml::Limits::default()) {
+        Ok(stream) => Redactor::with_values(
+            stream
+                .documents
+                .iter()
+                .flat_map(|d| Redactor::for_tree(d).into_values()),
+        ),
+        Err(_) => Redactor::default(),
     }
 }
 

@@ -178,6 +178,8 @@ pub(super) fn check(req: &ActionRequest, tree: &Node) -> Vec<Diagnostic> {
     env(&mut c, req);
     naming(&mut c, req);
     credentials_anywhere(&mut c, tree, &mut Vec::new());
+    credentials_in_keys(&mut c, tree, &mut Vec::new());
+    control_characters(&mut c, tree, &mut Vec::new());
     c.diags
 }
 
@@ -719,17 +721,40 @@ fn env(c: &mut Checker, req: &ActionRequest) {
             );
         }
     }
+    // The driver script reads each of them from the submitter's environment as a shell
+    // variable, so they follow the shell's rule, which is stricter than Kubernetes'.
     for (i, name) in extra.iter().enumerate() {
-        if !names::is_env_name(name) {
+        let at = with(path("spec.credentials.extra"), i);
+        if !is_shell_variable(name) {
             c.error(
                 ENV_NAME,
-                &with(path("spec.credentials.extra"), i),
-                format!("`{name}` is not a valid environment variable name"),
-                "invalid name",
-                None,
+                &at,
+                format!("`{name}` cannot name a credential in the submitter's environment"),
+                "not a shell variable name",
+                Some(
+                    "use letters, digits and `_`, not starting with a digit, e.g. `HF_TOKEN`"
+                        .into(),
+                ),
+            );
+        } else if extra[..i].contains(name) {
+            c.error(
+                ENV_NAME,
+                &at,
+                format!("`{name}` is listed twice in `credentials.extra`"),
+                "listed before",
+                Some("list each credential once".into()),
             );
         }
     }
+}
+
+/// `[A-Za-z_][A-Za-z0-9_]*`: a name bash can read with `${!name}` and export.
+fn is_shell_variable(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn naming(c: &mut Checker, req: &ActionRequest) {
@@ -867,6 +892,113 @@ fn credentials_anywhere(c: &mut Checker, node: &Node, at: &mut Vec<Step>) {
             for (k, v) in entries {
                 at.push(Step::Key(crate::yaml::key_text(k)));
                 credentials_anywhere(c, v, at);
+                at.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// No map key may be a credential either: label keys and env names reach every object.
+fn credentials_in_keys(c: &mut Checker, node: &Node, at: &mut Vec<Step>) {
+    match &node.value {
+        Value::Seq(items) => {
+            for (i, item) in items.iter().enumerate() {
+                at.push(Step::Index(i));
+                credentials_in_keys(c, item, at);
+                at.pop();
+            }
+        }
+        Value::Map(entries) => {
+            for (k, v) in entries {
+                let key = crate::yaml::key_text(k);
+                at.push(Step::Key(key.clone()));
+                if let Some(f) = secrets::scan_text(&key).first() {
+                    let shown = secrets::mask(&key[f.range.clone()]);
+                    c.key_error(
+                        CREDENTIAL,
+                        at,
+                        format!(
+                            "{} is written into the request as a key (`{shown}`)",
+                            f.what
+                        ),
+                        "credential-shaped key",
+                        Some("never put credentials in a request, not even as a name".into()),
+                    );
+                }
+                credentials_in_keys(c, v, at);
+                at.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// No control character in a name or a path, and no NUL anywhere: bash and the kernel cannot
+/// carry a NUL in an argument or an environment value, so a value holding one would reach the
+/// pod (or the driver script, or a job record) as a different value.
+fn control_characters(c: &mut Checker, node: &Node, at: &mut Vec<Step>) {
+    match &node.value {
+        Value::Str(s) => {
+            let free_text = matches!(
+                at.iter().rev().find_map(|s| match s {
+                    Step::Key(k) => Some(k.as_str()),
+                    Step::Index(_) => None,
+                }),
+                Some("shell" | "text" | "args" | "argv" | "env" | "specInline")
+            ) || at
+                .iter()
+                .any(|s| matches!(s, Step::Key(k) if k == "env" || k == "specInline"));
+            // Free text (a script, argv, env values) may hold tabs and line breaks.
+            let bad = s.chars().find(|&ch| {
+                if free_text {
+                    ch == '\0'
+                } else {
+                    ch.is_control()
+                }
+            });
+            if let Some(ch) = bad {
+                let message = if ch == '\0' {
+                    "the value holds a NUL character, which no process argument, environment value or script can carry".to_string()
+                } else {
+                    format!(
+                        "the value holds the control character {}: names and paths hold printable characters only",
+                        ch.escape_default()
+                    )
+                };
+                c.error(
+                    INVALID_VALUE,
+                    at,
+                    message,
+                    "control character",
+                    Some("remove it".into()),
+                );
+            }
+        }
+        Value::Seq(items) => {
+            for (i, item) in items.iter().enumerate() {
+                at.push(Step::Index(i));
+                control_characters(c, item, at);
+                at.pop();
+            }
+        }
+        Value::Map(entries) => {
+            for (k, v) in entries {
+                let key = crate::yaml::key_text(k);
+                at.push(Step::Key(key.clone()));
+                if let Some(ch) = key.chars().find(|ch| ch.is_control()) {
+                    c.key_error(
+                        INVALID_VALUE,
+                        at,
+                        format!(
+                            "the key holds the control character {}",
+                            ch.escape_default()
+                        ),
+                        "control character",
+                        None,
+                    );
+                }
+                control_characters(c, v, at);
                 at.pop();
             }
         }
