@@ -419,7 +419,7 @@ fn a_spec_over_the_configmap_limit_is_refused() {
             .unwrap();
     std::fs::write(
         dir.path().join("request.yaml"),
-        request.replace("../specs/dino-train.yaml", "big.yaml"),
+        request.replace("specs/dino-train.yaml", "big.yaml"),
     )
     .unwrap();
     let big: String = (0..40_000)
@@ -496,4 +496,72 @@ fn the_pre_commit_hooks_draw_no_note_here() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("note"), "{stderr}");
+}
+
+/// A request comes from a producer, not from whoever runs the tool: the spec file it names
+/// must resolve inside its own folder (or a folder the caller allows with `--spec-root`).
+#[test]
+fn a_request_reads_no_file_outside_its_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let (req, other) = (dir.path().join("req"), dir.path().join("other"));
+    std::fs::create_dir_all(req.join("specs")).unwrap();
+    std::fs::create_dir_all(&other).unwrap();
+    let spec = std::fs::read_to_string(format!(
+        "{ROOT}/fixtures/requests/valid/specs/dino-train.yaml"
+    ))
+    .unwrap();
+    std::fs::write(other.join("outside.yaml"), &spec).unwrap();
+    std::fs::write(req.join("specs/inside.yaml"), &spec).unwrap();
+    std::os::unix::fs::symlink(other.join("outside.yaml"), req.join("specs/link.yaml")).unwrap();
+    std::os::unix::fs::symlink(&other, req.join("specs/dir-link")).unwrap();
+    let request =
+        std::fs::read_to_string(format!("{ROOT}/fixtures/requests/valid/config-file.yaml"))
+            .unwrap();
+    let render = |named: &str, extra: &[&str]| {
+        std::fs::write(
+            req.join("request.yaml"),
+            request.replace("specs/dino-train.yaml", named),
+        )
+        .unwrap();
+        tao()
+            .current_dir(dir.path())
+            .args(["render", "req/request.yaml"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(render("specs/inside.yaml", &[]).status.code(), Some(0));
+    for named in [
+        "../other/outside.yaml",
+        "specs/../../other/outside.yaml",
+        "/etc/passwd",
+        "specs/link.yaml",
+        "specs/dir-link/outside.yaml",
+    ] {
+        let out = render(named, &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{named}: {stderr}");
+        assert!(out.stdout.is_empty(), "{named}");
+        assert!(
+            stderr.contains("a request names files inside its own folder")
+                && stderr.contains("field: spec.command.config.spec")
+                && !stderr.contains("root:"),
+            "{named}: {stderr}"
+        );
+    }
+    // The caller may widen it.
+    let other_root = other.display().to_string();
+    for named in ["../other/outside.yaml", "specs/link.yaml"] {
+        let out = render(named, &["--spec-root", &other_root]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{named}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(
+        render("/etc/passwd", &["--spec-root", "/"]).status.code(),
+        Some(1)
+    );
 }

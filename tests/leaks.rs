@@ -79,6 +79,7 @@ fn requests() -> Vec<PathBuf> {
     let mut valid: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
     valid.sort();
     files.extend(valid);
@@ -104,10 +105,15 @@ fn run(args: &[&str], dir: &Path) -> String {
 fn a_credential_in_any_field_of_a_request_is_never_echoed() {
     let secret = planted();
     let dir = tempfile::tempdir().unwrap();
-    // Config-mode fixtures name spec files beside them.
-    for spec in std::fs::read_dir(Path::new(ROOT).join("fixtures/requests/specs")).unwrap() {
+    // Config-mode fixtures name spec files in `specs/` beside them.
+    std::fs::create_dir(dir.path().join("specs")).unwrap();
+    for spec in std::fs::read_dir(Path::new(ROOT).join("fixtures/requests/valid/specs")).unwrap() {
         let spec = spec.unwrap().path();
-        std::fs::copy(&spec, dir.path().join(spec.file_name().unwrap())).unwrap();
+        std::fs::copy(
+            &spec,
+            dir.path().join("specs").join(spec.file_name().unwrap()),
+        )
+        .unwrap();
     }
     let mut planted_places = 0;
     for request in requests() {
@@ -158,11 +164,13 @@ fn a_credential_in_a_config_spec_file_is_never_echoed() {
         std::fs::read_to_string(Path::new(ROOT).join("fixtures/requests/valid/config-file.yaml"))
             .unwrap();
     std::fs::write(dir.path().join("request.yaml"), request).unwrap();
-    for spec in std::fs::read_dir(Path::new(ROOT).join("fixtures/requests/specs")).unwrap() {
+    std::fs::create_dir(dir.path().join("specs")).unwrap();
+    for spec in std::fs::read_dir(Path::new(ROOT).join("fixtures/requests/valid/specs")).unwrap() {
         let spec = spec.unwrap().path();
         let text = std::fs::read_to_string(&spec).unwrap();
         let planted = format!("{text}\nextra:\n  token_value: \"{secret}\"\n  {secret}: x\n");
-        std::fs::write(dir.path().join(spec.file_name().unwrap()), planted).unwrap();
+        let to = dir.path().join("specs").join(spec.file_name().unwrap());
+        std::fs::write(to, planted).unwrap();
     }
     for args in [
         &["render", "request.yaml"][..],

@@ -1284,8 +1284,9 @@ fn planted_credentials_never_leak_from_any_subcommand_or_verb() {
     let config =
         fs::read_to_string(Path::new(ROOT).join("fixtures/requests/valid/config-file.yaml"))
             .unwrap();
-    let spec = fs::read_to_string(Path::new(ROOT).join("fixtures/requests/specs/dino-train.yaml"))
-        .unwrap();
+    let spec =
+        fs::read_to_string(Path::new(ROOT).join("fixtures/requests/valid/specs/dino-train.yaml"))
+            .unwrap();
     fs::write(work.join("requests/config.yaml"), config).unwrap();
     fs::write(
         work.join("specs/dino-train.yaml"),

@@ -92,6 +92,10 @@ request compiles and every object passes its strict schema.")]
         /// job.sh, and nccl-probe.yaml for multi-node.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// A folder the request may name files in (`command.config.spec`), besides its own:
+        /// by default a request reads only files inside the folder it is in.
+        #[arg(long, value_name = "DIR")]
+        spec_root: Option<PathBuf>,
     },
     /// Print the driver script (bash, for kubectl) of a request: preflight, submit, status,
     /// logs, cancel. It reads manifest.yaml beside it; `render --out DIR` writes both.
@@ -101,6 +105,10 @@ request compiles and every object passes its strict schema.")]
         /// Namespace of every object; wins over the request.
         #[arg(short, long)]
         namespace: Option<String>,
+        /// A folder the request may name files in (`command.config.spec`), besides its own:
+        /// by default a request reads only files inside the folder it is in.
+        #[arg(long, value_name = "DIR")]
+        spec_root: Option<PathBuf>,
     },
     /// Name the fields of MANIFEST that the API server's answer (`kubectl apply
     /// --dry-run=server -o json`) dropped; exit 1 if any. Used by the driver script.
@@ -119,6 +127,10 @@ request compiles and every object passes its strict schema.")]
         /// Namespace of every object; wins over the request.
         #[arg(short, long)]
         namespace: Option<String>,
+        /// A folder the request may name files in (`command.config.spec`), besides its own:
+        /// by default a request reads only files inside the folder it is in.
+        #[arg(long, value_name = "DIR")]
+        spec_root: Option<PathBuf>,
     },
     /// Lint Kubernetes YAML: credentials inline, strict schemas, GPU-job rules.
     #[command(after_help = "Examples:
@@ -222,6 +234,7 @@ pub fn run() -> ExitCode {
             staging_map,
             staged_config,
             out: bundle,
+            spec_root,
         } => {
             let opts = Options {
                 kube_version,
@@ -232,6 +245,7 @@ pub fn run() -> ExitCode {
                 staging_map,
                 staged_config,
                 bundle,
+                spec_root,
                 ..Files::default()
             };
             let format = output.unwrap_or(Format::Yaml);
@@ -241,10 +255,12 @@ pub fn run() -> ExitCode {
             request,
             out: dir,
             namespace,
+            spec_root,
         } => {
             let opts = options(namespace);
             let files = Files {
                 out: Some(dir),
+                spec_root,
                 ..Files::default()
             };
             render(&out, &request, Format::Yaml, opts, None, &files)
@@ -267,10 +283,15 @@ pub fn run() -> ExitCode {
         }
         Command::Rules { format } => lint::rules(format),
         Command::Explain { rule } => lint::explain(&rule),
-        Command::Script { request, namespace } => {
+        Command::Script {
+            request,
+            namespace,
+            spec_root,
+        } => {
             let opts = options(namespace);
             let files = Files {
                 script_only: true,
+                spec_root,
                 ..Files::default()
             };
             render(&out, &request, Format::Yaml, opts, None, &files)
@@ -297,6 +318,8 @@ struct Files {
     bundle: Option<PathBuf>,
     /// `script`: print the driver script instead of the manifests.
     script_only: bool,
+    /// `--spec-root`: a folder the request may name files in, besides its own.
+    spec_root: Option<PathBuf>,
 }
 
 fn render(
@@ -316,10 +339,12 @@ fn render(
         let base = if path == Path::new("-") {
             Path::new(".")
         } else {
-            path.parent().unwrap_or(Path::new("."))
+            path.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
         };
         // A file that cannot be read is reported with the request's other problems.
-        opts.spec_file = Some(read_source(&base.join(&spec)).map_err(|e| e.message().into()));
+        opts.spec_file = Some(read_named(base, &spec, files.spec_root.as_deref()));
     }
     if let Some(staged) = &files.staged_config {
         match read_source(staged) {
@@ -600,6 +625,40 @@ pub(crate) fn io_reason(e: &std::io::Error) -> String {
             }
         }
     }
+}
+
+/// A file a request names, relative to its folder `base`: the request comes from a producer,
+/// not from whoever runs the tool, so the file must resolve (symbolic links followed) inside
+/// `base`, or inside `--spec-root` when the caller widens it. No absolute path, no `..` or link
+/// out of it.
+fn read_named(base: &Path, named: &str, root: Option<&Path>) -> Result<Source, String> {
+    let widen = "a request names files inside its own folder; `--spec-root DIR` allows another";
+    if Path::new(named).is_absolute() {
+        return Err(format!("an absolute path is refused: {widen}"));
+    }
+    let canonical = |p: &Path| {
+        p.canonicalize()
+            .map_err(|e| format!("cannot read `{}`: {}", p.display(), io_reason(&e)))
+    };
+    let allowed = [Some(base), root]
+        .into_iter()
+        .flatten()
+        .map(canonical)
+        .collect::<Result<Vec<_>, _>>()?;
+    let file = canonical(&base.join(named))?;
+    if !allowed.iter().any(|dir| file.starts_with(dir)) {
+        return Err(format!(
+            "it resolves to `{}`, outside `{}`: {widen}",
+            file.display(),
+            allowed[0].display()
+        ));
+    }
+    // Read what was checked; name it as the request wrote it.
+    let source = read_source(&file).map_err(|e| e.message().to_string())?;
+    Ok(Source::new(
+        base.join(named).display().to_string(),
+        source.text().to_string(),
+    ))
 }
 
 /// Every `*.j2` file of a directory, by file name.
