@@ -177,10 +177,17 @@ fn nasty_values_are_rendered_not_refused() {
         let mut r = base();
         r["spec"]["env"] = json!({"V": s});
         r["spec"]["command"] = json!({"args": ["dino", s]});
-        r["metadata"]["name"] = json!(format!("run {s}"));
+        // A name holds no control character (a line break in a name is refused); the rest
+        // of the value is fair game.
+        let printable: String = s.chars().filter(|c| !c.is_control()).collect();
+        r["metadata"]["name"] = json!(format!("run {printable}"));
         let docs = render(&r).unwrap_or_else(|| panic!("{s:?} was refused"));
         assert_eq!(docs.len(), 1);
         assert_eq!(container(&docs)["env"][0]["value"], json!(s));
         assert_eq!(container(&docs)["args"], json!([s]));
+        if printable != s {
+            r["metadata"]["name"] = json!(format!("run {s}"));
+            assert!(render(&r).is_none(), "{s:?} in a name was accepted");
+        }
     }
 }
