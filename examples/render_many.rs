@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use tao_k8s::plan::Options;
+use tao_k8s::plan::{Options, SpecReader};
 use tao_k8s::render::Templates;
 use tao_k8s::source::Source;
 
@@ -43,13 +43,14 @@ fn main() -> ExitCode {
         };
         let source = Source::new(path.display().to_string(), text);
         // As `tao-k8s render` does: a config spec file is read relative to the request.
+        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         let opts = Options {
-            spec_file: tao_k8s::request::config_spec_path(&source).map(|spec| {
-                let file = path.parent().unwrap_or(Path::new(".")).join(spec);
+            read_spec: Some(SpecReader::new(move |spec| {
+                let file = dir.join(spec);
                 std::fs::read_to_string(&file)
                     .map(|t| Source::new(file.display().to_string(), t))
                     .map_err(|e| format!("cannot read {}: {e}", file.display()))
-            }),
+            })),
             ..Options::default()
         };
         for _ in 0..count {

@@ -12,8 +12,7 @@ use crate::source::Source;
 use crate::yaml;
 use serde_json::Value as Json;
 
-/// Code of rendered output that is not a valid object of its kind.
-pub const INVALID_OUTPUT: &str = "TK091";
+pub use crate::codes::{INVALID_OUTPUT, LINTED_OUTPUT};
 
 /// What a compile produces.
 #[derive(Debug)]
@@ -42,15 +41,59 @@ pub fn compile(
     opts: &Options,
     templates: &Templates,
 ) -> Result<Compiled, Failure> {
-    let mut loaded = request::load(source).map_err(Failure::Request)?;
-    if opts.nccl_probe {
-        loaded.request =
-            plan::nccl_probe(&loaded.request).map_err(|d| Failure::Request(vec![d]))?;
+    let loaded = request::load(source).map_err(Failure::Request)?;
+    compile_loaded(&loaded, opts, templates)
+}
+
+/// Everything `render --out` writes, from one load of the request: the Job's objects, the NCCL
+/// probe's (multi-node with GPUs), and the driver script's constants.
+#[derive(Debug)]
+pub struct Bundle {
+    pub job: Compiled,
+    pub probe: Option<Compiled>,
+    pub script: crate::script::ScriptPlan,
+}
+
+/// Compile the bundle of one request. A probe that does not compile refuses the bundle with
+/// every one of its diagnostics: the driver would otherwise run without its gate.
+pub fn bundle(source: &Source, opts: &Options, templates: &Templates) -> Result<Bundle, Failure> {
+    let loaded = request::load(source).map_err(Failure::Request)?;
+    let job_opts = Options {
+        nccl_probe: false,
+        ..opts.clone()
+    };
+    let job = compile_loaded(&loaded, &job_opts, templates)?;
+    let probe = if loaded.request.nodes() > 1 && loaded.request.spec.resources.gpus_per_node > 0 {
+        let probe_opts = Options {
+            nccl_probe: true,
+            ..opts.clone()
+        };
+        Some(compile_loaded(&loaded, &probe_opts, templates)?)
+    } else {
+        None
+    };
+    let script = crate::script::ScriptPlan::new(&loaded.request, &job.plan);
+    Ok(Bundle { job, probe, script })
+}
+
+fn compile_loaded(
+    loaded: &request::Loaded,
+    opts: &Options,
+    templates: &Templates,
+) -> Result<Compiled, Failure> {
+    let probe;
+    let loaded = if opts.nccl_probe {
+        let mut l = loaded.clone();
+        l.request = plan::nccl_probe(&l.request).map_err(|d| Failure::Request(vec![d]))?;
         // The probe has no storage and no results: only its layout matters, not its checks,
         // which the request itself passed.
-        loaded.staging = crate::staging::stage(&loaded.request, &loaded.tree).0;
-    }
-    let plan = plan::build(&loaded, opts).map_err(|mut errors| {
+        l.staging = crate::staging::stage(&l.request, &l.tree).0;
+        probe = l;
+        &probe
+    } else {
+        loaded
+    };
+    let plan = plan::build(loaded, opts).map_err(|mut errors| {
         errors.extend(loaded.warnings.iter().cloned());
         Failure::Request(errors)
     })?;
@@ -64,12 +107,9 @@ pub fn compile(
         plan,
         objects,
         yaml,
-        warnings: loaded.warnings,
+        warnings: loaded.warnings.clone(),
     })
 }
-
-/// Code of rendered output that fails the project's own lint.
-pub const LINTED_OUTPUT: &str = "TK092";
 
 /// Parse the rendered stream back, once: each template's object is validated against the
 /// strict schema of its kind, then the project's own lint runs over the whole stream. A

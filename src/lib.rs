@@ -16,6 +16,7 @@
 //! The library does no I/O: text in, text and data out. The `tao-k8s` binary reads files,
 //! prints, and owns the exit codes.
 
+pub mod codes;
 pub mod compile;
 pub mod diag;
 pub mod lint;
@@ -32,4 +33,4 @@ pub mod source;
 pub mod staging;
 pub mod yaml;
 
-pub use compile::{Compiled, Failure, compile};
+pub use compile::{Bundle, Compiled, Failure, bundle, compile};

@@ -17,10 +17,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Code of option problems (a bad `--namespace`, `--kube-version`).
-pub const OPTION: &str = "TK030";
-/// Code of a config spec whose digest is not the pinned one.
-pub const CONFIG_DIGEST: &str = "TK031";
+pub use crate::codes::{CONFIG_DIGEST, OPTION};
 
 /// The ConfigMap key and file name of the staged config spec.
 pub const CONFIG_FILE: &str = "spec.yaml";
@@ -141,9 +138,9 @@ pub struct Options {
     pub kube_version: KubeVersion,
     /// Render the 2-node NCCL probe for the request's image and scheduling instead.
     pub nccl_probe: bool,
-    /// The file named by `command.config.spec`, read by the caller (the library does no I/O),
-    /// or why it could not be read.
-    pub spec_file: Option<Result<crate::source::Source, String>>,
+    /// Reads the file `command.config.spec` names, when the request is in config mode: the
+    /// library does no I/O, and the caller decides where a name may resolve.
+    pub read_spec: Option<SpecReader>,
     /// A staged config spec passed back (`--staged-config`): used only if its digest is the one
     /// the request materialises to.
     pub staged_config: Option<String>,
@@ -156,9 +153,33 @@ impl Default for Options {
             env_namespace: None,
             kube_version: KubeVersion::DEFAULT,
             nccl_probe: false,
-            spec_file: None,
+            read_spec: None,
             staged_config: None,
         }
+    }
+}
+
+/// How the caller reads a file a request names: given the name as the request wrote it, the
+/// file as a source, or why it cannot be read (said after "the spec file `name`: ").
+#[derive(Clone)]
+pub struct SpecReader(std::sync::Arc<ReadFn>);
+
+type ReadFn = dyn Fn(&str) -> Result<Source_, String> + Send + Sync;
+
+impl SpecReader {
+    pub fn new(read: impl Fn(&str) -> Result<Source_, String> + Send + Sync + 'static) -> Self {
+        SpecReader(std::sync::Arc::new(read))
+    }
+
+    /// Read the file a request names.
+    pub fn read(&self, name: &str) -> Result<Source_, String> {
+        (self.0)(name)
+    }
+}
+
+impl fmt::Debug for SpecReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SpecReader(..)")
     }
 }
 
@@ -1008,7 +1029,7 @@ fn config_map(
     let spec = match (&loaded.staging.spec_inline, &config.spec) {
         (Some(inline), _) => inline.clone(),
         (None, Some(file)) => {
-            let source = match &opts.spec_file {
+            let source = match opts.read_spec.as_ref().map(|r| r.read(file)) {
                 Some(Ok(source)) => source,
                 Some(Err(why)) => {
                     let d = Diagnostic::error(OPTION, format!("the spec file `{file}`: {why}"))
@@ -1021,7 +1042,7 @@ fn config_map(
                     return Err(vec![pin(tree, &at("spec"), d, "not read")]);
                 }
             };
-            spec_from_file(source, &map, tree, &at("spec"))?
+            spec_from_file(&source, &map, tree, &at("spec"))?
         }
         (None, None) => return Ok((None, map)), // refused by the request checks
     };

@@ -10,8 +10,7 @@ use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 use serde_json::Value as Json;
 use std::sync::LazyLock;
 
-/// Code of a template that failed to render.
-pub const TEMPLATE: &str = "TK090";
+pub use crate::codes::TEMPLATE;
 
 /// The embedded templates, by name.
 pub const EMBEDDED: &[(&str, &str)] = &[

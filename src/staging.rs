@@ -9,10 +9,7 @@ use crate::request::{ActionRequest, Mount, is_under, pin};
 use crate::yaml::{Node, Step, Value};
 use serde::{Deserialize, Serialize};
 
-/// Code of storage layouts Kubernetes would refuse or that lose data.
-pub const CONFLICT: &str = "TK040";
-/// Code of a producer path that lands nowhere.
-pub const UNCOVERED: &str = "TK041";
+pub use crate::codes::{CONFLICT, UNCOVERED};
 
 /// Where a staged path's bytes come from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

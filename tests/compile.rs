@@ -1,7 +1,7 @@
 //! Every valid fixture request (and the bundled examples) compiles, and its manifests are
 //! snapshotted exactly as `tao-k8s render` prints them.
 
-use tao_k8s::plan::Options;
+use tao_k8s::plan::{Options, SpecReader};
 use tao_k8s::render::Templates;
 use tao_k8s::source::Source;
 
@@ -9,12 +9,12 @@ use tao_k8s::source::Source;
 fn compile(path: &std::path::Path) -> tao_k8s::Compiled {
     let text = std::fs::read_to_string(path).unwrap();
     let source = Source::new(path.file_name().unwrap().to_string_lossy(), text);
-    let spec_file = tao_k8s::request::config_spec_path(&source).map(|spec| {
-        let file = path.parent().unwrap().join(&spec);
-        Ok(Source::new(spec, std::fs::read_to_string(file).unwrap()))
-    });
+    let dir = path.parent().unwrap().to_path_buf();
     let opts = Options {
-        spec_file,
+        read_spec: Some(SpecReader::new(move |spec| {
+            let text = std::fs::read_to_string(dir.join(spec)).map_err(|e| e.to_string())?;
+            Ok(Source::new(spec, text))
+        })),
         ..Options::default()
     };
     match tao_k8s::compile(&source, &opts, Templates::embedded()) {
@@ -60,4 +60,36 @@ fn nccl_probe_of_the_example() {
     };
     let compiled = tao_k8s::compile(&source, &opts, Templates::embedded()).unwrap();
     insta::assert_snapshot!(compiled.yaml);
+}
+
+/// A command parses its request once: `render --out` of a multi-node config request (the Job,
+/// its spec file, the NCCL probe and the driver script's constants) included.
+#[test]
+fn a_bundle_parses_its_request_once() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/requests/valid/multi-node-4-config.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let source = Source::new("multi-node-4-config.yaml", text);
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = reads.clone();
+    let opts = Options {
+        read_spec: Some(SpecReader::new(move |name| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Err(format!("{name} is not read in this test"))
+        })),
+        ..Options::default()
+    };
+    let before = tao_k8s::request::parses();
+    let bundle = tao_k8s::bundle(&source, &opts, Templates::embedded()).unwrap();
+    assert_eq!(tao_k8s::request::parses() - before, 1);
+    assert!(bundle.probe.is_some(), "multi-node with GPUs has a probe");
+    assert_eq!(bundle.script.nodes, 4);
+    // An inline spec: the reader is never asked.
+    assert_eq!(reads.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    let config = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/requests/valid/config-file.yaml");
+    let before = tao_k8s::request::parses();
+    compile(&config);
+    assert_eq!(tao_k8s::request::parses() - before, 1);
 }

@@ -154,10 +154,36 @@ fn suppressions_work_and_stale_ones_are_reported() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 1, "{lines:?}");
-    assert_eq!(lines[0]["code"], "TK001");
+    assert_eq!(lines[0]["code"], "TK020");
     assert_eq!(lines[0]["severity"], "warning");
     assert_eq!(lines[0]["object"], "ConfigMap/stale");
     assert_eq!(code(&out), Some(0), "a stale suppression is a warning");
+}
+
+#[test]
+fn a_renamed_code_still_suppresses_with_a_note() {
+    let out = tao(&[
+        "lint",
+        "--format",
+        "json",
+        "fixtures/lint-cli/renamed-code.yaml",
+    ]);
+    let lines: Vec<Json> = String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["code"], "TK020");
+    assert_eq!(lines[0]["severity"], "note");
+    assert!(
+        lines[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("names TK002, which is now TK021"),
+        "{lines:?}"
+    );
+    assert_eq!(code(&out), Some(0));
 }
 
 #[test]

@@ -213,13 +213,25 @@ fn redact(
             } else {
                 credentials(&tao_k8s::lint::lint(source, &redaction).unwrap_or_default())
             };
+            // The credential itself where the scan finds it in the node (a token inside a
+            // command), else the whole value (a password known by its key).
             let text = source.text();
-            let redactor = Redactor::with_values(
-                spans
-                    .iter()
-                    .filter_map(|s| text.get(s.clone()))
-                    .map(String::from),
-            );
+            let values = spans
+                .iter()
+                .filter_map(|s| text.get(s.clone()))
+                .flat_map(|node| {
+                    let value = node.trim_matches(['"', '\'']);
+                    let found: Vec<String> = tao_k8s::secrets::scan_text(value)
+                        .into_iter()
+                        .map(|f| value[f.range].to_string())
+                        .collect();
+                    if found.is_empty() {
+                        vec![value.to_string()]
+                    } else {
+                        found
+                    }
+                });
+            let redactor = Redactor::with_values(values);
             for r in found.iter_mut() {
                 r.diagnostic = redactor.diagnostic(&r.diagnostic);
                 r.object = r.object.as_deref().map(|o| redactor.text(o));
@@ -388,9 +400,13 @@ pub fn explain(code: &str) -> ExitCode {
                 m.doc_text().trim()
             ))
         }
-        None => {
-            eprintln!("error: no rule `{code}` (see `tao-k8s rules`)");
-            ExitCode::from(USAGE)
-        }
+        None => match tao_k8s::codes::find(code) {
+            // The codes of the request, the options, staging and the templates.
+            Some(c) => emit(&format!("{} {}\n\n{}\n", c.code, c.name, c.summary.trim())),
+            None => {
+                eprintln!("error: no rule or code `{code}` (see `tao-k8s rules`)");
+                ExitCode::from(USAGE)
+            }
+        },
     }
 }

@@ -9,7 +9,7 @@ use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use tao_k8s::plan::{KubeVersion, Options};
+use tao_k8s::plan::{KubeVersion, Options, SpecReader};
 use tao_k8s::render::Templates;
 use tao_k8s::source::Source;
 use tao_k8s::{Failure, request};
@@ -244,12 +244,13 @@ pub fn run() -> ExitCode {
             let files = Files {
                 staging_map,
                 staged_config,
-                bundle,
                 spec_root,
-                ..Files::default()
             };
-            let format = output.unwrap_or(Format::Yaml);
-            render(&out, &request, format, opts, templates.as_deref(), &files)
+            let output = match bundle {
+                Some(dir) => Output::Bundle(dir),
+                None => Output::Manifests(output.unwrap_or(Format::Yaml)),
+            };
+            render(&out, &request, output, opts, templates.as_deref(), &files)
         }
         Command::Stage {
             request,
@@ -259,11 +260,10 @@ pub fn run() -> ExitCode {
         } => {
             let opts = options(namespace);
             let files = Files {
-                out: Some(dir),
                 spec_root,
                 ..Files::default()
             };
-            render(&out, &request, Format::Yaml, opts, None, &files)
+            render(&out, &request, Output::Stage(dir), opts, None, &files)
         }
         Command::Lint {
             paths,
@@ -290,11 +290,10 @@ pub fn run() -> ExitCode {
         } => {
             let opts = options(namespace);
             let files = Files {
-                script_only: true,
                 spec_root,
                 ..Files::default()
             };
-            render(&out, &request, Format::Yaml, opts, None, &files)
+            render(&out, &request, Output::Script, opts, None, &files)
         }
         Command::KeptFields { manifest, answer } => kept_fields(&out, &manifest, &answer),
         Command::Record(args) => record::run(args),
@@ -307,17 +306,23 @@ pub fn run() -> ExitCode {
     }
 }
 
-/// Files a command reads or writes besides the request.
+/// What a compiling command produces.
+enum Output {
+    /// `render`: the verified objects on stdout.
+    Manifests(Format),
+    /// `stage`: the staging map and the materialised spec, into a directory.
+    Stage(PathBuf),
+    /// `script`: the driver script on stdout.
+    Script,
+    /// `render --out`: the whole bundle, into a directory.
+    Bundle(PathBuf),
+}
+
+/// Files a command reads or writes besides the request and its output.
 #[derive(Default)]
 struct Files {
     staging_map: Option<PathBuf>,
     staged_config: Option<PathBuf>,
-    /// `stage`: write the map and the spec here instead of printing manifests.
-    out: Option<PathBuf>,
-    /// `render --out`: write the whole bundle here.
-    bundle: Option<PathBuf>,
-    /// `script`: print the driver script instead of the manifests.
-    script_only: bool,
     /// `--spec-root`: a folder the request may name files in, besides its own.
     spec_root: Option<PathBuf>,
 }
@@ -325,7 +330,7 @@ struct Files {
 fn render(
     out: &report::Reporter,
     path: &Path,
-    format: Format,
+    output: Output,
     mut opts: Options,
     templates: Option<&Path>,
     files: &Files,
@@ -334,18 +339,17 @@ fn render(
         Ok(s) => s,
         Err(e) => return e.report(out),
     };
-    if let Some(spec) = request::config_spec_path(&source) {
-        // Relative to the request file (or the working directory for stdin).
-        let base = if path == Path::new("-") {
-            Path::new(".")
-        } else {
-            path.parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."))
-        };
-        // A file that cannot be read is reported with the request's other problems.
-        opts.spec_file = Some(read_named(base, &spec, files.spec_root.as_deref()));
-    }
+    // A spec file the request names is relative to the request file (or the working directory
+    // for stdin), read only if the request is in config mode; a file that cannot be read is
+    // reported with the request's other problems.
+    let base = match path.parent() {
+        Some(p) if path != Path::new("-") && !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let root = files.spec_root.clone();
+    opts.read_spec = Some(SpecReader::new(move |name| {
+        read_named(&base, name, root.as_deref())
+    }));
     if let Some(staged) = &files.staged_config {
         match read_source(staged) {
             Ok(s) => opts.staged_config = Some(s.text().to_string()),
@@ -369,94 +373,122 @@ fn render(
             Err(message) => return out.io_error(&message),
         },
     };
-    match tao_k8s::compile(&source, &opts, templates) {
-        Ok(compiled) => {
-            out.diagnostics(Some(&source), &compiled.warnings);
-            for note in &compiled.plan.notes {
-                out.note(note);
+    let refused = |failure: Failure| {
+        match failure {
+            Failure::Request(diags) => {
+                out.diagnostics(Some(&source), &diags);
+                out.summary(&diags, source.name());
             }
-            let map = serde_json::to_string_pretty(&compiled.plan.staging_map)
-                .expect("the map serializes")
-                + "\n";
-            if let Some(dir) = &files.out {
-                let spec = compiled.plan.config_map.as_ref().map(|cm| cm.data.as_str());
-                let written = std::fs::create_dir_all(dir)
-                    .map_err(|e| format!("cannot create `{}`: {}", dir.display(), io_reason(&e)))
-                    .and_then(|()| write_atomic(&dir.join("staging-map.json"), &map))
-                    .and_then(|()| {
-                        spec.map_or(Ok(()), |spec| write_atomic(&dir.join("spec.yaml"), spec))
-                    });
-                return match written {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(message) => out.io_error(&message),
-                };
-            }
-            if let Some(file) = &files.staging_map
-                && let Err(message) = write_atomic(file, &map)
-            {
-                return out.io_error(&message);
-            }
-            if files.script_only || files.bundle.is_some() {
-                let script = match script(&source, &opts, &compiled) {
-                    Ok(s) => s,
-                    Err(d) => {
-                        out.diagnostics(None, &[d]);
-                        return ExitCode::from(REFUSED);
-                    }
-                };
-                if files.script_only {
-                    return emit(&script.0);
-                }
-                let dir = files.bundle.as_ref().expect("checked above");
-                let written = std::fs::create_dir_all(dir)
-                    .map_err(|e| format!("cannot create `{}`: {}", dir.display(), io_reason(&e)))
-                    .and_then(|()| write_atomic(&dir.join("manifest.yaml"), &compiled.yaml))
-                    .and_then(|()| write_atomic(&dir.join("staging-map.json"), &map))
-                    .and_then(|()| {
-                        script.1.as_ref().map_or(Ok(()), |probe| {
-                            write_atomic(&dir.join("nccl-probe.yaml"), probe)
+            Failure::Output(diags) => out.diagnostics(None, &diags),
+        }
+        ExitCode::from(REFUSED)
+    };
+    // What every compile reports, and the staging map (also written with --staging-map).
+    let staged = |compiled: &tao_k8s::Compiled| {
+        out.diagnostics(Some(&source), &compiled.warnings);
+        for note in &compiled.plan.notes {
+            out.note(note);
+        }
+        let map = serde_json::to_string_pretty(&compiled.plan.staging_map)
+            .expect("the map serializes")
+            + "\n";
+        match &files.staging_map {
+            Some(file) => write_atomic(file, &map).map(|()| map),
+            None => Ok(map),
+        }
+        .map_err(|message| out.io_error(&message))
+    };
+    match output {
+        Output::Manifests(_) | Output::Stage(_) => {
+            let compiled = match tao_k8s::compile(&source, &opts, templates) {
+                Ok(c) => c,
+                Err(failure) => return refused(failure),
+            };
+            let map = match staged(&compiled) {
+                Ok(map) => map,
+                Err(code) => return code,
+            };
+            let written = match output {
+                Output::Stage(dir) => {
+                    let spec = compiled.plan.config_map.as_ref().map(|cm| cm.data.as_str());
+                    create_dir(&dir)
+                        .and_then(|()| write_atomic(&dir.join("staging-map.json"), &map))
+                        .and_then(|()| {
+                            spec.map_or(Ok(()), |s| write_atomic(&dir.join("spec.yaml"), s))
                         })
-                    })
-                    .and_then(|()| write_atomic(&dir.join("job.sh"), &script.0))
-                    .and_then(|()| make_executable(&dir.join("job.sh")));
-                return match written {
-                    Ok(()) => {
-                        eprintln!(
-                            "wrote {}/{{manifest.yaml,staging-map.json,job.sh{}}}",
-                            dir.display(),
-                            if script.1.is_some() {
-                                ",nccl-probe.yaml"
-                            } else {
-                                ""
-                            }
-                        );
-                        ExitCode::SUCCESS
-                    }
-                    Err(message) => out.io_error(&message),
-                };
+                }
+                Output::Manifests(format) => return emit(&manifests(&compiled, format)),
+                _ => Ok(()),
+            };
+            match written {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => out.io_error(&message),
             }
-            let text = match format {
-                Format::Yaml => compiled.yaml,
-                Format::Json => {
-                    let value = match compiled.objects.as_slice() {
-                        [one] => one.clone(),
-                        many => {
-                            serde_json::json!({"apiVersion": "v1", "kind": "List", "items": many})
-                        }
-                    };
-                    serde_json::to_string_pretty(&value).expect("JSON values serialize") + "\n"
+        }
+        Output::Script | Output::Bundle(_) => {
+            // One load of the request: the bundle also holds the probe and the script's
+            // constants.
+            let bundle = match tao_k8s::bundle(&source, &opts, templates) {
+                Ok(b) => b,
+                Err(failure) => return refused(failure),
+            };
+            let map = match staged(&bundle.job) {
+                Ok(map) => map,
+                Err(code) => return code,
+            };
+            let script = match tao_k8s::render::render_script(&bundle.script, templates) {
+                Ok(text) => text,
+                Err(d) => {
+                    out.diagnostics(None, &[d]);
+                    return ExitCode::from(REFUSED);
                 }
             };
-            emit(&text)
+            let Output::Bundle(dir) = output else {
+                return emit(&script);
+            };
+            let probe = bundle.probe.as_ref().map(|p| p.yaml.as_str());
+            let written = create_dir(&dir)
+                .and_then(|()| write_atomic(&dir.join("manifest.yaml"), &bundle.job.yaml))
+                .and_then(|()| write_atomic(&dir.join("staging-map.json"), &map))
+                .and_then(|()| {
+                    probe.map_or(Ok(()), |p| write_atomic(&dir.join("nccl-probe.yaml"), p))
+                })
+                .and_then(|()| write_atomic(&dir.join("job.sh"), &script))
+                .and_then(|()| make_executable(&dir.join("job.sh")));
+            match written {
+                Ok(()) => {
+                    let probe = if probe.is_some() {
+                        ",nccl-probe.yaml"
+                    } else {
+                        ""
+                    };
+                    eprintln!(
+                        "wrote {}/{{manifest.yaml,staging-map.json,job.sh{probe}}}",
+                        dir.display()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(message) => out.io_error(&message),
+            }
         }
-        Err(Failure::Request(diags)) => {
-            out.diagnostics(Some(&source), &diags);
-            out.summary(&diags, source.name());
-            ExitCode::from(REFUSED)
-        }
-        Err(Failure::Output(diags)) => {
-            out.diagnostics(None, &diags);
-            ExitCode::from(REFUSED)
+    }
+}
+
+fn create_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create `{}`: {}", dir.display(), io_reason(&e)))
+}
+
+/// The verified objects as one YAML stream, or as JSON (a List when there are several).
+fn manifests(compiled: &tao_k8s::Compiled, format: Format) -> String {
+    match format {
+        Format::Yaml => compiled.yaml.clone(),
+        Format::Json => {
+            let value = match compiled.objects.as_slice() {
+                [one] => one.clone(),
+                many => serde_json::json!({"apiVersion": "v1", "kind": "List", "items": many}),
+            };
+            serde_json::to_string_pretty(&value).expect("JSON values serialize") + "\n"
         }
     }
 }
@@ -484,30 +516,6 @@ fn options(namespace: Option<String>) -> Options {
         env_namespace: std::env::var("TAO_K8S_NAMESPACE").ok(),
         ..Options::default()
     }
-}
-
-/// The driver script of a compiled request, and the NCCL probe manifest it runs (multi-node).
-fn script(
-    source: &Source,
-    opts: &Options,
-    compiled: &tao_k8s::Compiled,
-) -> Result<(String, Option<String>), tao_k8s::diag::Diagnostic> {
-    let loaded = request::load(source).map_err(|mut d| d.remove(0))?;
-    let plan = tao_k8s::script::ScriptPlan::new(&loaded.request, &compiled.plan);
-    let text = tao_k8s::render::render_script(&plan, Templates::embedded())?;
-    let probe = if loaded.request.nodes() > 1 && loaded.request.spec.resources.gpus_per_node > 0 {
-        let probe_opts = Options {
-            nccl_probe: true,
-            ..opts.clone()
-        };
-        match tao_k8s::compile(source, &probe_opts, Templates::embedded()) {
-            Ok(p) => Some(p.yaml),
-            Err(_) => None,
-        }
-    } else {
-        None
-    };
-    Ok((text, probe))
 }
 
 fn make_executable(path: &Path) -> Result<(), String> {

@@ -158,12 +158,7 @@ pub struct Reported {
     pub column: usize,
 }
 
-/// Code of a suppression that suppresses nothing.
-pub const UNUSED_SUPPRESSION: &str = "TK001";
-/// Code of a document skipped because its kind is unknown.
-pub const UNKNOWN_KIND: &str = "TK002";
-/// Code of the report that stands for the findings over `Selection::max_findings`.
-pub const TOO_MANY: &str = "TK009";
+pub use crate::codes::{TOO_MANY, UNKNOWN_KIND, UNUSED_SUPPRESSION};
 /// The annotation that suppresses codes on one object: `"TK101,TK305 # why"`.
 pub const IGNORE_ANNOTATION: &str = "tao-k8s.io/ignore";
 
@@ -344,19 +339,52 @@ fn lint_stream(
         };
         let index = labels.len();
         labels.push(doc.label());
-        if schema_checked && crate::schema::validator_for(doc.api_version, doc.kind).is_none() {
-            out.push(note(
-                source,
-                &node,
-                &format!(
-                    "kind {}/{} has no known schema: its schema is not checked",
-                    doc.api_version, doc.kind
-                ),
-            ));
-        }
         if let Some((codes, at)) = suppressions(&doc) {
+            // A code that was renamed still suppresses what it meant, with a note.
+            let codes = codes
+                .into_iter()
+                .map(
+                    |code| match crate::codes::RENAMED.iter().find(|(old, _)| *old == code) {
+                        Some(&(old, new)) => {
+                            let (line, column) = source.line_col(at.span.start);
+                            let mut d = Diagnostic::warning(
+                                UNUSED_SUPPRESSION,
+                                format!("`{IGNORE_ANNOTATION}` names {old}, which is now {new}"),
+                            )
+                            .primary(at.span.clone(), "a renamed code")
+                            .help(format!("write {new}; {old} is still read as {new} for now"));
+                            d.severity = Severity::Note;
+                            out.push(Reported {
+                                diagnostic: d,
+                                object: Some(labels[index].clone()),
+                                json_path: String::new(),
+                                line,
+                                column,
+                            });
+                            new.to_string()
+                        }
+                        None => code,
+                    },
+                )
+                .collect();
             out.suppressed
                 .insert(index, (codes, at.span.clone(), Vec::new()));
+        }
+        if schema_checked && crate::schema::validator_for(doc.api_version, doc.kind).is_none() {
+            match out.suppressed.get_mut(&index) {
+                // Suppressed on this object (a custom resource, say): used, not shown.
+                Some((codes, _, reported)) if codes.iter().any(|c| c == UNKNOWN_KIND) => {
+                    reported.push(UNKNOWN_KIND);
+                }
+                _ => out.push(note(
+                    source,
+                    &node,
+                    &format!(
+                        "kind {}/{} has no known schema: its schema is not checked",
+                        doc.api_version, doc.kind
+                    ),
+                )),
+            }
         }
         for rule in &rules {
             let mut found = Vec::new();

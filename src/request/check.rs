@@ -11,15 +11,9 @@ use crate::quantity;
 use crate::secrets;
 use crate::yaml::{Node, Step, Value};
 
-pub const COMMAND_MODE: &str = "TK010";
-pub const CONFIG_PATH: &str = "TK011";
-pub const IMAGE: &str = "TK012";
-pub const RESULTS_DIR: &str = "TK013";
-pub const QUANTITY: &str = "TK014";
-pub const ENV_NAME: &str = "TK015";
-pub const CREDENTIAL: &str = "TK016";
-pub const NAME: &str = "TK017";
-pub const STORAGE: &str = "TK018";
+pub use crate::codes::{
+    COMMAND_MODE, CONFIG_PATH, CREDENTIAL, ENV_NAME, IMAGE, NAME, QUANTITY, RESULTS_DIR, STORAGE,
+};
 
 /// The placeholder replaced by the staged spec's in-pod path.
 pub const CONFIG_PATH_TOKEN: &str = "{config_path}";

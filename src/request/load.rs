@@ -14,17 +14,13 @@ use jsonschema::{JsonType, ValidationError};
 use serde_json::Value as Json;
 use std::sync::LazyLock;
 
-/// Codes of the structural diagnostics.
-pub const YAML_SYNTAX: &str = "TK001";
-pub const DUPLICATE_KEY: &str = "TK002";
-pub const UNKNOWN_FIELD: &str = "TK003";
-pub const WRONG_TYPE: &str = "TK004";
-pub const MISSING_FIELD: &str = "TK005";
-pub const INVALID_VALUE: &str = "TK006";
-pub const YAML11_BOOLEAN: &str = "TK007";
+pub use crate::codes::{
+    DUPLICATE_KEY, INVALID_VALUE, MISSING_FIELD, UNKNOWN_FIELD, WRONG_TYPE, YAML_SYNTAX,
+    YAML11_BOOLEAN,
+};
 
 /// A request that passed every check, with the tree it came from (for spans) and warnings.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Loaded {
     pub request: ActionRequest,
     pub tree: Node,
@@ -72,23 +68,20 @@ pub fn schema_text() -> String {
     text
 }
 
-/// The file a request names as its config spec (`spec.command.config.spec`), if any, read
-/// without checking the rest, so that a caller can read that file before compiling.
-pub fn config_spec_path(source: &Source) -> Option<String> {
-    // Most requests are in args mode: no `config` key, no second parse.
-    if !source.text().contains("config") {
-        return None;
-    }
-    let stream = yaml::parse(source, yaml::Limits::REQUEST).ok()?;
-    let path = ["spec", "command", "config", "spec"].map(|k| Step::Key(k.into()));
-    match &stream.documents.first()?.lookup(&path)?.1.value {
-        Value::Str(s) => Some(s.clone()),
-        _ => None,
-    }
+thread_local! {
+    static PARSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many requests this thread has parsed so far: one command parses its request once, and a
+/// test can count it.
+#[doc(hidden)]
+pub fn parses() -> usize {
+    PARSES.with(std::cell::Cell::get)
 }
 
 /// Load and check one request. `Err` holds every error (and the warnings met on the way).
 pub fn load(source: &Source) -> Result<Loaded, Vec<Diagnostic>> {
+    PARSES.with(|n| n.set(n.get() + 1));
     let stream = match yaml::parse(source, yaml::Limits::REQUEST) {
         Ok(stream) => stream,
         Err(e) => {

@@ -11,7 +11,7 @@ pub use check::{
 };
 pub use check::{RESULTS_DIR, is_under};
 pub(crate) use load::pin;
-pub use load::{Loaded, config_spec_path, load, schema_json, schema_text};
+pub use load::{Loaded, load, parses, schema_json, schema_text};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
