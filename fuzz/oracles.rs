@@ -83,7 +83,8 @@ pub fn request(data: &[u8]) {
                 check_diagnostic(&source, &shown, d);
             }
         }
-        Err(diags) => {
+        Err(refused) => {
+            let diags = refused.diagnostics;
             assert!(!diags.is_empty(), "a refused request without a diagnostic");
             assert!(
                 diags.iter().any(Diagnostic::is_error),
@@ -364,22 +365,30 @@ pub fn staging(data: &[u8]) {
     let source = Source::new("request.yaml", staging_request(&fields));
     let loaded = match request::load(&source) {
         Ok(loaded) => loaded,
-        Err(diags) => {
+        Err(refused) => {
             let shown = check_redaction(source.text());
-            for d in &diags {
+            for d in &refused.diagnostics {
                 check_diagnostic(&source, &shown, d);
             }
             return;
         }
     };
-    let map = &loaded.staging.map;
+    let (staging, diags) = tao_k8s::staging::stage(&loaded.request, &loaded.tree);
+    if diags.iter().any(Diagnostic::is_error) {
+        let shown = check_redaction(source.text());
+        for d in &diags {
+            check_diagnostic(&source, &shown, d);
+        }
+        return;
+    }
+    let map = &staging.map;
     for e in &map.entries {
         check_rewrite(map, &e.producer_path);
     }
-    for value in loaded.staging.argv.iter().flatten() {
+    for value in staging.argv.iter().flatten() {
         check_rewrite(map, value);
     }
-    check_rewrite(map, &loaded.staging.results_dir);
+    check_rewrite(map, &staging.results_dir);
     let extra: Vec<String> = fields.iter().skip(8).map(|s| s.to_string()).collect();
     for value in &extra {
         check_rewrite(map, value);

@@ -3,12 +3,13 @@
 //! strict schema of its kind before anything is handed out, so a template author's mistake is
 //! caught here, with the template name and the JSON pointer, and never reaches a cluster.
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, has_errors};
 use crate::plan::{self, Options, Plan};
 use crate::render::{self, Rendered, Templates};
 use crate::request;
 use crate::schema;
 use crate::source::Source;
+use crate::staging::{self, Staging};
 use crate::yaml;
 use serde_json::Value as Json;
 
@@ -41,8 +42,30 @@ pub fn compile(
     opts: &Options,
     templates: &Templates,
 ) -> Result<Compiled, Failure> {
-    let loaded = request::load(source).map_err(Failure::Request)?;
-    compile_loaded(&loaded, opts, templates)
+    let (loaded, staging) = check(source)?;
+    compile_loaded(&loaded, &staging, opts, templates)
+}
+
+/// Load the request and lay out its storage: the problems of both are reported in one run.
+fn check(source: &Source) -> Result<(request::Loaded, Staging), Failure> {
+    match request::load(source) {
+        Ok(mut loaded) => {
+            let (staging, diags) = staging::stage(&loaded.request, &loaded.tree);
+            loaded.warnings.extend(diags);
+            if has_errors(&loaded.warnings) {
+                return Err(Failure::Request(loaded.warnings));
+            }
+            Ok((loaded, staging))
+        }
+        Err(refused) => {
+            let mut diags = refused.diagnostics;
+            if let Some(partial) = refused.partial {
+                let (_, staged) = staging::stage(&partial.request, &partial.tree);
+                diags.extend(staged.into_iter().filter(|d| partial.admits(d)));
+            }
+            Err(Failure::Request(diags))
+        }
+    }
 }
 
 /// Everything `render --out` writes, from one load of the request: the Job's objects, the NCCL
@@ -57,18 +80,18 @@ pub struct Bundle {
 /// Compile the bundle of one request. A probe that does not compile refuses the bundle with
 /// every one of its diagnostics: the driver would otherwise run without its gate.
 pub fn bundle(source: &Source, opts: &Options, templates: &Templates) -> Result<Bundle, Failure> {
-    let loaded = request::load(source).map_err(Failure::Request)?;
+    let (loaded, staging) = check(source)?;
     let job_opts = Options {
         nccl_probe: false,
         ..opts.clone()
     };
-    let job = compile_loaded(&loaded, &job_opts, templates)?;
+    let job = compile_loaded(&loaded, &staging, &job_opts, templates)?;
     let probe = if loaded.request.nodes() > 1 && loaded.request.spec.resources.gpus_per_node > 0 {
         let probe_opts = Options {
             nccl_probe: true,
             ..opts.clone()
         };
-        Some(compile_loaded(&loaded, &probe_opts, templates)?)
+        Some(compile_loaded(&loaded, &staging, &probe_opts, templates)?)
     } else {
         None
     };
@@ -78,22 +101,21 @@ pub fn bundle(source: &Source, opts: &Options, templates: &Templates) -> Result<
 
 fn compile_loaded(
     loaded: &request::Loaded,
+    staging: &Staging,
     opts: &Options,
     templates: &Templates,
 ) -> Result<Compiled, Failure> {
-    let probe;
-    let loaded = if opts.nccl_probe {
-        let mut l = loaded.clone();
-        l.request = plan::nccl_probe(&l.request).map_err(|d| Failure::Request(vec![d]))?;
+    let plan = if opts.nccl_probe {
+        let mut probe = loaded.clone();
+        probe.request = plan::nccl_probe(&probe.request).map_err(|d| Failure::Request(vec![d]))?;
         // The probe has no storage and no results: only its layout matters, not its checks,
         // which the request itself passed.
-        l.staging = crate::staging::stage(&l.request, &l.tree).0;
-        probe = l;
-        &probe
+        let (staging, _) = staging::stage(&probe.request, &probe.tree);
+        plan::build(&probe, &staging, opts)
     } else {
-        loaded
+        plan::build(loaded, staging, opts)
     };
-    let plan = plan::build(loaded, opts).map_err(|mut errors| {
+    let plan = plan.map_err(|mut errors| {
         errors.extend(loaded.warnings.iter().cloned());
         Failure::Request(errors)
     })?;

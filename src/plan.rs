@@ -425,7 +425,7 @@ pub struct ConfigMap {
 }
 
 /// Build the Plan of a loaded request.
-pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
+pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
     let req = &loaded.request;
     let spec = &req.spec;
     let mut errors = Vec::new();
@@ -474,18 +474,17 @@ pub fn build(loaded: &Loaded, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
             .push("gpusPerNode is 0: a lifecycle-only Job, GPU scheduling was not verified".into());
     }
 
-    let (config_map, staging_map) = match config_map(loaded, &names, opts) {
+    let (config_map, staging_map) = match config_map(loaded, staging, &names, opts) {
         Ok(staged) => staged,
         Err(mut d) => {
             errors.append(&mut d);
-            (None, loaded.staging.map.clone())
+            (None, staging.map.clone())
         }
     };
     if !errors.is_empty() {
         return Err(errors);
     }
 
-    let staging = &loaded.staging;
     let nodes = req.nodes();
     let multi_node = nodes > 1;
     let s3_secret = req.needs_s3_credentials().then(|| names.secret.clone());
@@ -1008,10 +1007,11 @@ fn command_vector(
 /// pinned digest and any staged file passed back, and record it in the staging map.
 fn config_map(
     loaded: &Loaded,
+    staging: &Staging,
     names: &Names,
     opts: &Options,
 ) -> Result<(Option<ConfigMap>, StagingMap), Vec<Diagnostic>> {
-    let mut map = loaded.staging.map.clone();
+    let mut map = staging.map.clone();
     let Some(config) = &loaded.request.spec.command.config else {
         if opts.staged_config.is_some() {
             return Err(vec![
@@ -1026,7 +1026,7 @@ fn config_map(
     };
     let at = |field: &str| ["spec", "command", "config", field].map(|k| Step::Key(k.into()));
     let tree = &loaded.tree;
-    let spec = match (&loaded.staging.spec_inline, &config.spec) {
+    let spec = match (&staging.spec_inline, &config.spec) {
         (Some(inline), _) => inline.clone(),
         (None, Some(file)) => {
             let source = match opts.read_spec.as_ref().map(|r| r.read(file)) {

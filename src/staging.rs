@@ -5,7 +5,7 @@
 //! is a whole-segment prefix wins (`/data2` is not under `/data`).
 
 use crate::diag::Diagnostic;
-use crate::request::{ActionRequest, Mount, is_under, pin};
+use crate::request::{ActionRequest, Mount, is_under, pin, scheme};
 use crate::yaml::{Node, Step, Value};
 use serde::{Deserialize, Serialize};
 
@@ -114,15 +114,6 @@ fn trim(path: &str) -> &str {
     } else {
         path
     }
-}
-
-/// `scheme` of `scheme://...`, if the text starts like a URI.
-pub fn scheme(text: &str) -> Option<&str> {
-    let (scheme, _) = text.split_once("://")?;
-    let mut chars = scheme.chars();
-    let ok = chars.next().is_some_and(|c| c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+.-".contains(c));
-    ok.then_some(scheme)
 }
 
 /// Whether `prefix` covers `path` by whole segments.

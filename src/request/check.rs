@@ -3,14 +3,14 @@
 //! Kubernetes accepts, storage that makes sense, and no credential anywhere in the request.
 //! Each rule reports at the field it is about, through the request's spanned tree.
 
-use super::load::{INVALID_VALUE, pin};
 use super::{ActionRequest, Tier};
 use crate::diag::Diagnostic;
 use crate::names;
 use crate::quantity;
 use crate::secrets;
-use crate::yaml::{Node, Step, Value};
+use crate::yaml::{Node, Step, Value, display_path};
 
+use crate::codes::INVALID_VALUE;
 pub use crate::codes::{
     COMMAND_MODE, CONFIG_PATH, CREDENTIAL, ENV_NAME, IMAGE, NAME, QUANTITY, RESULTS_DIR, STORAGE,
 };
@@ -61,6 +61,22 @@ pub const CREDENTIAL_ENV: &[&str] = &[
     "NGC_KEY",
     "NGC_API_KEY",
 ];
+
+/// Give a diagnostic its path and a primary label at the node the path names (or at the
+/// deepest part of the path that exists, for a field that is missing).
+pub(crate) fn pin(tree: &Node, path: &[Step], diag: Diagnostic, label: &str) -> Diagnostic {
+    let (_, key, node) = tree.deepest(path);
+    let span = match &node.value {
+        Value::Map(_) | Value::Seq(_) => key.map_or(node.span.clone(), |k| k.span.clone()),
+        _ => node.span.clone(),
+    };
+    let diag = if path.is_empty() {
+        diag
+    } else {
+        diag.at_path(display_path(path))
+    };
+    diag.primary(span, label)
+}
 
 struct Checker<'a> {
     tree: &'a Node,
@@ -602,7 +618,7 @@ fn results_dir(c: &mut Checker, req: &ActionRequest) {
 
 /// Why an alias is not a producer-side path, if it is not.
 fn alias_problem(alias: &str) -> Option<String> {
-    match crate::staging::scheme(alias) {
+    match super::scheme(alias) {
         Some("s3") => Some("is an S3 URI: stage it with `storage.s3.inputs`".into()),
         Some(_)
             if alias

@@ -4,7 +4,8 @@
 //! one pass, each with its JSON pointer turned back into a line and column); only a
 //! structurally valid tree is deserialized; then the cross-field rules of the spec run.
 
-use super::{ActionRequest, check};
+use super::ActionRequest;
+use super::check::{self, pin};
 use crate::diag::{Diagnostic, has_errors};
 use crate::secrets;
 use crate::source::Source;
@@ -24,9 +25,42 @@ pub use crate::codes::{
 pub struct Loaded {
     pub request: ActionRequest,
     pub tree: Node,
-    /// Where every producer-side path lands, and the argv rewritten by it.
-    pub staging: crate::staging::Staging,
     pub warnings: Vec<Diagnostic>,
+    /// Field paths already reported, or stood in for (see [`Refused::partial`]): later checks
+    /// stay quiet about them.
+    settled: Vec<String>,
+}
+
+impl Loaded {
+    /// Whether a later check's diagnostic adds to what was reported: not about a field that
+    /// was already reported, dropped or stood in for.
+    pub fn admits(&self, d: &Diagnostic) -> bool {
+        d.path.as_deref().is_none_or(|p| {
+            !self.settled.iter().any(|s| {
+                p.strip_prefix(s.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+            })
+        })
+    }
+}
+
+/// A refused request: every problem found, and the request as far as it could be read, so that
+/// the layers after the checks (staging) can still report their problems in the same run.
+#[derive(Debug)]
+pub struct Refused {
+    pub diagnostics: Vec<Diagnostic>,
+    /// The request with its broken fields dropped or stood in for; `None` when it could not
+    /// be read that far.
+    pub partial: Option<Box<Loaded>>,
+}
+
+impl From<Vec<Diagnostic>> for Refused {
+    fn from(diagnostics: Vec<Diagnostic>) -> Refused {
+        Refused {
+            diagnostics,
+            partial: None,
+        }
+    }
 }
 
 static SCHEMA: LazyLock<Json> = LazyLock::new(|| {
@@ -80,14 +114,14 @@ pub fn parses() -> usize {
 }
 
 /// Load and check one request. `Err` holds every error (and the warnings met on the way).
-pub fn load(source: &Source) -> Result<Loaded, Vec<Diagnostic>> {
+pub fn load(source: &Source) -> Result<Loaded, Refused> {
     PARSES.with(|n| n.set(n.get() + 1));
     let stream = match yaml::parse(source, yaml::Limits::REQUEST) {
         Ok(stream) => stream,
         Err(e) => {
             let d = Diagnostic::error(YAML_SYNTAX, format!("invalid YAML: {}", e.message))
                 .primary(e.span, e.message);
-            return Err(vec![d]);
+            return Err(vec![d].into());
         }
     };
     let mut diags: Vec<Diagnostic> = stream
@@ -122,7 +156,7 @@ pub fn load(source: &Source) -> Result<Loaded, Vec<Diagnostic>> {
             Diagnostic::error(MISSING_FIELD, "the request is empty")
                 .primary(0..0, "expected an ActionRequest here"),
         );
-        return Err(diags);
+        return Err(diags.into());
     };
     if let Some(extra) = documents.next() {
         diags.push(
@@ -164,7 +198,7 @@ pub fn load(source: &Source) -> Result<Loaded, Vec<Diagnostic>> {
         // cannot be dropped without shifting the paths of its neighbours: then the rules wait
         // for the next run.
         if !prunable {
-            return Err(diags);
+            return Err(diags.into());
         }
         for (parent, key) in prune.into_iter().chain(missing) {
             let Some(obj) = pointer_mut(&mut json, &parent).and_then(Json::as_object_mut) else {
@@ -181,40 +215,37 @@ pub fn load(source: &Source) -> Result<Loaded, Vec<Diagnostic>> {
     }
     let request: ActionRequest = match serde_path_to_error::deserialize(&json) {
         Ok(r) => r,
-        Err(_) if structural => return Err(diags),
+        Err(_) if structural => return Err(diags.into()),
         Err(e) => {
             // The schema is derived from the types, so this is rare (a number out of range).
             let path = steps_of(e.path().iter().map(|s| s.to_string()));
             let d = Diagnostic::error(INVALID_VALUE, e.inner().to_string());
             diags.push(pin(&tree, &path, d, "here"));
-            return Err(diags);
+            return Err(diags.into());
         }
     };
-    let reported: Vec<Option<String>> = diags.iter().map(|d| d.path.clone()).collect();
-    let about_settled = |path: &Option<String>| {
-        path.as_deref().is_some_and(|p| {
-            settled.iter().any(|s| {
-                p.strip_prefix(s.as_str())
-                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
-            })
-        })
-    };
-    let (staging, staging_diags) = crate::staging::stage(&request, &tree);
-    diags.extend(
-        check::check(&request, &tree)
-            .into_iter()
-            .chain(staging_diags)
-            .filter(|d| !structural || !(reported.contains(&d.path) || about_settled(&d.path))),
-    );
-    if has_errors(&diags) {
-        return Err(diags);
+    if structural {
+        // Exact paths of what was reported: a check may not repeat it.
+        settled.extend(diags.iter().filter_map(|d| d.path.clone()));
+    } else {
+        settled.clear();
     }
-    Ok(Loaded {
+    let mut loaded = Loaded {
         request,
         tree,
-        staging,
-        warnings: diags,
-    })
+        warnings: Vec::new(),
+        settled,
+    };
+    let checks = check::check(&loaded.request, &loaded.tree);
+    diags.extend(checks.into_iter().filter(|d| loaded.admits(d)));
+    if has_errors(&diags) {
+        return Err(Refused {
+            diagnostics: diags,
+            partial: Some(Box::new(loaded)),
+        });
+    }
+    loaded.warnings = diags;
+    Ok(loaded)
 }
 
 fn pointer_mut<'a>(json: &'a mut Json, path: &[Step]) -> Option<&'a mut Json> {
@@ -232,22 +263,6 @@ fn steps_of(segments: impl Iterator<Item = String>) -> Vec<Step> {
             Err(_) => Step::Key(s),
         })
         .collect()
-}
-
-/// Give a diagnostic its path and a primary label at the node the path names (or at the
-/// deepest part of the path that exists, for a field that is missing).
-pub(crate) fn pin(tree: &Node, path: &[Step], diag: Diagnostic, label: &str) -> Diagnostic {
-    let (_, key, node) = tree.deepest(path);
-    let span = match &node.value {
-        Value::Map(_) | Value::Seq(_) => key.map_or(node.span.clone(), |k| k.span.clone()),
-        _ => node.span.clone(),
-    };
-    let diag = if path.is_empty() {
-        diag
-    } else {
-        diag.at_path(display_path(path))
-    };
-    diag.primary(span, label)
 }
 
 fn schema_diagnostics(tree: &Node, e: &ValidationError<'_>) -> Vec<Diagnostic> {

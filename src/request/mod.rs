@@ -5,17 +5,26 @@
 mod check;
 mod load;
 
+pub(crate) use check::pin;
 pub use check::{
     CONFIG_DIR, CONFIG_PATH_TOKEN, CONFIG_VOLUME, RENDEZVOUS_ENV, RESERVED_MOUNT_PATHS,
     RESERVED_VOLUMES, SHM_VOLUME,
 };
 pub use check::{RESULTS_DIR, is_under};
-pub(crate) use load::pin;
-pub use load::{Loaded, load, parses, schema_json, schema_text};
+pub use load::{Loaded, Refused, load, parses, schema_json, schema_text};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
+
+/// `scheme` of `scheme://...`, if the text starts like a URI.
+pub fn scheme(text: &str) -> Option<&str> {
+    let (scheme, _) = text.split_once("://")?;
+    let mut chars = scheme.chars();
+    let ok = chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+.-".contains(c));
+    ok.then_some(scheme)
+}
 
 /// `/dev/shm` on multi-node when `shmSize` is not given: NCCL hangs on a small one.
 pub const DEFAULT_SHM_SIZE: &str = "16Gi";
