@@ -1603,6 +1603,20 @@ fn help_exits_0_and_an_unknown_verb_is_named() {
     }
 }
 
+/// A record id with a control character reaches the terminal escaped.
+#[test]
+fn a_record_id_is_shown_escaped() {
+    let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
+    let run = s.run(
+        "healthy-cluster",
+        &[],
+        &["status", "--record", "tao-\u{1b}[2J"],
+    );
+    run.assert_code(1);
+    run.assert_stderr("job record $'tao-\\E[2J' names no Kubernetes object");
+    assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
+}
+
 /// A context that is not in the kubeconfig, or none at all: kubectl's own reason is shown.
 #[test]
 fn kubectl_s_own_error_is_shown_for_a_missing_context() {
@@ -1779,6 +1793,14 @@ fn no_secret_outlives_a_failed_submit() {
         }
         if created > 0 {
             after_a_secret += 1;
+        }
+        let probe_applied = "apply -f $BUNDLE/nccl-probe.yaml".to_string();
+        if let Some(probed) = mutations.iter().position(|m| *m == probe_applied) {
+            let delete = "delete -f $BUNDLE/nccl-probe.yaml --ignore-not-found --wait=false";
+            assert!(
+                mutations[probed..].iter().filter(|m| *m == delete).count() == 1,
+                "the probe is left (or deleted twice), {context}"
+            );
         }
         if let Some(applied) = mutations.iter().position(|m| m == APPLY) {
             let delete = format!("delete job {job} --ignore-not-found --wait=false");
