@@ -1503,19 +1503,29 @@ fn without_its_tao_k8s_the_driver_stops_before_any_kubectl_call() {
 #[test]
 fn a_tao_k8s_of_another_version_is_refused() {
     let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
-    let old = s.path("bin/tao-k8s-old");
-    fs::write(&old, "#!/bin/sh\necho 'tao-k8s 0.0.1'\n").unwrap();
-    fs::set_permissions(&old, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let version = env!("CARGO_PKG_VERSION");
-    let run = s.run(
-        "healthy-cluster",
-        &[("TAO_K8S_BIN", old.to_str().unwrap())],
-        &["submit"],
-    );
-    run.assert_code(1);
-    run.assert_stderr("tao-k8s 0.0.1");
-    run.assert_stderr(&format!("tao-k8s {version} wrote this script"));
-    assert!(run.calls.is_empty(), "{:#?}", run.lines());
+    // A stand-in tao-k8s that says `tao-k8s <says>` to --version.
+    let saying = |says: &str| {
+        let path = s.path(&format!(
+            "bin/tao-k8s-{}",
+            says.replace([' ', '(', ')'], "_")
+        ));
+        fs::write(&path, format!("#!/bin/sh\necho 'tao-k8s {says}'\n")).unwrap();
+        fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    };
+    for says in ["0.0.1", &format!("{version}1"), &format!("v{version}")] {
+        let bin = saying(says);
+        let run = s.run("healthy-cluster", &[("TAO_K8S_BIN", &bin)], &["submit"]);
+        run.assert_code(1);
+        run.assert_stderr(&format!("is tao-k8s {says}, but"));
+        run.assert_stderr(&format!("tao-k8s {version} wrote this script"));
+        assert!(run.calls.is_empty(), "{:#?}", run.lines());
+    }
+    // A build from a git checkout names its commit too: the same version.
+    let bin = saying(&format!("{version} (commit 0123456789ab)"));
+    let run = s.run("healthy-cluster", &[("TAO_K8S_BIN", &bin)], &["preflight"]);
+    run.assert_code(0);
     let run = s.run(
         "healthy-cluster",
         &[("TAO_K8S_BIN", "/nonexistent/tao-k8s")],
