@@ -13,6 +13,10 @@
 //! may end in FAILED or CANCELED directly. Marking RUNNING on a RUNNING record is accepted and
 //! changes nothing (status polls repeat it; no history entry, backendRef untouched). Any other
 //! same-state mark, any step back, and any change of a terminal record is refused.
+//!
+//! Every text field is bounded (`FIELD_LIMITS`) and holds no control character, checked when
+//! it is written and again when a record is read: a record stays far below the 1 MiB a read
+//! accepts, and what `show` and `list` print cannot steer a terminal or break a shell line.
 
 use crate::names;
 use serde::{Deserialize, Serialize};
@@ -146,6 +150,71 @@ pub enum RecordError {
     InvalidBackendRef(String),
     #[error("no state directory: set TAO_K8S_STATE_DIR, XDG_STATE_HOME or HOME")]
     NoStateDir,
+    #[error("record field {field} {problem}")]
+    InvalidField {
+        field: &'static str,
+        problem: String,
+    },
+}
+
+/// The most bytes each text field may hold, by its name in the record. With at most four
+/// history entries (no state repeats), a record stays under 50 KB even with every field full
+/// and every byte escaped.
+pub const FIELD_LIMITS: [(&str, usize); 6] = [
+    ("image", 1024),
+    ("networkArch", 256),
+    ("action", 256),
+    ("resultsDir", 4096),
+    ("source", 256),
+    ("reason", 4096),
+];
+
+/// Refuse a field value over its limit or with a control character; the message shows the
+/// value escaped and cut short.
+fn check_field(field: &'static str, value: &str) -> Result<(), RecordError> {
+    let limit = FIELD_LIMITS
+        .iter()
+        .find(|(name, _)| *name == field)
+        .map_or(0, |(_, limit)| *limit);
+    let problem = if value.len() > limit {
+        format!(
+            "is {} bytes long, over its limit of {limit} bytes",
+            value.len()
+        )
+    } else if let Some((at, c)) = value.char_indices().find(|(_, c)| c.is_control()) {
+        let shown: String = value
+            .chars()
+            .take(60)
+            .flat_map(char::escape_debug)
+            .collect();
+        let more = if value.chars().count() > 60 {
+            "..."
+        } else {
+            ""
+        };
+        format!(
+            "holds the control character U+{:04X} at byte {at}: \"{shown}{more}\"",
+            u32::from(c)
+        )
+    } else {
+        return Ok(());
+    };
+    Err(RecordError::InvalidField { field, problem })
+}
+
+/// Every text field of `record` within bounds (see `check_field`).
+fn check_record(record: &Record) -> Result<(), RecordError> {
+    check_field("image", &record.image)?;
+    check_field("networkArch", &record.network_arch)?;
+    check_field("action", &record.action)?;
+    check_field("resultsDir", &record.results_dir)?;
+    for event in &record.history {
+        check_field("source", &event.source)?;
+        if let Some(reason) = &event.reason {
+            check_field("reason", reason)?;
+        }
+    }
+    Ok(())
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> RecordError + '_ {
@@ -203,6 +272,11 @@ impl Store {
 
     /// Open a new record, OPEN, under a fresh id.
     pub fn open(&self, fields: NewRecord) -> Result<Record, RecordError> {
+        check_field("image", &fields.image)?;
+        check_field("networkArch", &fields.network_arch)?;
+        check_field("action", &fields.action)?;
+        check_field("resultsDir", &fields.results_dir)?;
+        check_field("source", &fields.source)?;
         let _lock = self.lock()?;
         // A taken id (same second, same 4 hex) is retried with new randomness. The file is
         // created by `persist_noclobber`, an atomic create-new of the whole file: `create_new`
@@ -252,6 +326,10 @@ impl Store {
         if let Some(r) = backend_ref.filter(|r| !is_backend_ref(r)) {
             return Err(RecordError::InvalidBackendRef(r.to_string()));
         }
+        check_field("source", source)?;
+        if let Some(reason) = reason {
+            check_field("reason", reason)?;
+        }
         let _lock = self.lock()?;
         let mut record = read(id, &path)?;
         if !record.state.allows(state) {
@@ -283,15 +361,17 @@ impl Store {
         read(id, &self.path(id)?)
     }
 
-    /// Every record, sorted by id (so by opening time, to the second).
-    pub fn list(&self) -> Result<Vec<Record>, RecordError> {
+    /// Every record, sorted by id (so by opening time, to the second), and the errors of the
+    /// record files that could not be read (each names its file): one bad record does not
+    /// hide the others. A record removed while the directory is read is left out.
+    pub fn list(&self) -> Result<(Vec<Record>, Vec<RecordError>), RecordError> {
         let dir = self.records();
         let entries = match fs::read_dir(&dir) {
             Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Default::default()),
             Err(e) => return Err(io_err(&dir)(e)),
         };
-        let mut records = Vec::new();
+        let (mut records, mut skipped) = (Vec::new(), Vec::new());
         for entry in entries {
             let path = entry.map_err(io_err(&dir))?.path();
             // Skips `.lock` and the `.tmp*` files of writers that died mid-write.
@@ -302,11 +382,15 @@ impl Store {
                 continue;
             };
             if names::is_dns1035_label(id) {
-                records.push(read(id, &path)?);
+                match read(id, &path) {
+                    Ok(record) => records.push(record),
+                    Err(RecordError::NotFound { .. }) => {}
+                    Err(e) => skipped.push(e),
+                }
             }
         }
         records.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(records)
+        Ok((records, skipped))
     }
 
     /// Write a whole record or nothing; `replace: false` fails with `AlreadyExists` if taken.
@@ -357,6 +441,7 @@ fn read(id: &str, path: &Path) -> Result<Record, RecordError> {
     if record.id != id {
         return Err(corrupt(format!("its id is {}", record.id)));
     }
+    check_record(&record).map_err(|e| corrupt(e.to_string()))?;
     Ok(record)
 }
 
@@ -431,5 +516,38 @@ mod tests {
             "{id}"
         );
         assert!(names::is_dns1035_label(&id));
+    }
+
+    /// The field limits keep the largest possible record far below what a read accepts.
+    #[test]
+    fn a_record_with_every_field_full_is_far_below_the_read_limit() {
+        let full = |field: &str| {
+            let limit = FIELD_LIMITS.iter().find(|(f, _)| *f == field).unwrap().1;
+            // `"` is escaped as two bytes: the worst case of JSON.
+            "\"".repeat(limit)
+        };
+        let event = |state| Event {
+            state,
+            at: rfc3339(SystemTime::now()),
+            source: full("source"),
+            reason: Some(full("reason")),
+        };
+        let record = Record {
+            id: new_id(SystemTime::now()),
+            platform: "kubernetes".into(),
+            image: full("image"),
+            network_arch: full("networkArch"),
+            action: full("action"),
+            storage_tier: StorageTier::A,
+            results_dir: full("resultsDir"),
+            backend_ref: Some(format!("{}/{}", "n".repeat(63), "j".repeat(253))),
+            state: State::Failed,
+            history: [State::Open, State::Submitted, State::Running, State::Failed]
+                .map(event)
+                .to_vec(),
+        };
+        check_record(&record).unwrap();
+        let size = serde_json::to_vec_pretty(&record).unwrap().len() as u64;
+        assert!(size < MAX_RECORD_BYTES / 10, "{size} bytes");
     }
 }

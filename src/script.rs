@@ -47,6 +47,9 @@ pub struct ScriptPlan {
     pub main_container: String,
     /// The Job of the NCCL probe (`nccl-probe.yaml`), as the compiler names it.
     pub probe_job: String,
+    /// The absolute path of the tao-k8s that wrote a bundle, the script's default when
+    /// `TAO_K8S_BIN` is unset and that file still exists; empty when unknown (`script`).
+    pub tao_k8s_bin: String,
 }
 
 impl ScriptPlan {
@@ -118,7 +121,20 @@ impl ScriptPlan {
                 None,
             )
             .job,
+            tao_k8s_bin: String::new(),
         }
+    }
+
+    /// Record the running binary as the script's default tao-k8s, when its path is an
+    /// existing file and a plain string (no control character to carry into the script).
+    pub fn with_this_binary(mut self) -> ScriptPlan {
+        let exe = std::env::current_exe().ok().filter(|p| p.is_file());
+        if let Some(path) = exe.as_deref().and_then(|p| p.to_str())
+            && !path.chars().any(char::is_control)
+        {
+            self.tao_k8s_bin = path.to_string();
+        }
+        self
     }
 }
 

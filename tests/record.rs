@@ -318,7 +318,8 @@ fn sixteen_processes_open_320_distinct_ids() {
         }
     }
     assert_eq!(all.len(), 320);
-    let listed = Store::new(dir.path().to_path_buf()).list().unwrap();
+    let (listed, skipped) = Store::new(dir.path().to_path_buf()).list().unwrap();
+    assert!(skipped.is_empty(), "{skipped:?}");
     let listed_ids: Vec<_> = listed.iter().map(|r| r.id.clone()).collect();
     assert!(listed_ids.is_sorted());
     assert_eq!(listed_ids.into_iter().collect::<HashSet<_>>(), all);
@@ -510,7 +511,7 @@ fn killed_writer_leaves_the_old_record() {
         1,
         "the killed writer's temporary file is still there"
     );
-    assert_eq!(store.list().unwrap(), std::slice::from_ref(&marked));
+    assert_eq!(store.list().unwrap().0, std::slice::from_ref(&marked));
     let shown = cli(dir.path())
         .args(["show", &id, "--field", "state"])
         .output()
@@ -780,5 +781,177 @@ fn cli_list_text_and_json() {
         .get_output()
         .clone();
     let listed: Vec<Record> = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(listed, store.list().unwrap());
+    assert_eq!(listed, store.list().unwrap().0);
+}
+
+/// Open and mark with a field of ~130 KB: refused at once (exit 1, the field and its limit
+/// named, nothing written), so the store never holds a record that every later read refuses.
+#[test]
+fn cli_refuses_a_field_over_its_limit_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().to_path_buf());
+    let id = store.open(fields()).unwrap().id;
+    // Under the 128 KiB the kernel allows one argument.
+    let huge = "x".repeat(100_000);
+    for (flag, field, limit) in [
+        ("--image", "image", 1024),
+        ("--network-arch", "networkArch", 256),
+        ("--action", "action", 256),
+        ("--results-dir", "resultsDir", 4096),
+        ("--source", "source", 256),
+    ] {
+        let mut open = OPEN_ARGS.to_vec();
+        let at = open.iter().position(|a| *a == flag);
+        match at {
+            Some(at) => open[at + 1] = &huge,
+            None => open.extend([flag, &huge]),
+        }
+        let out = cli(dir.path())
+            .args(&open)
+            .assert()
+            .code(1)
+            .get_output()
+            .clone();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            stderr.contains(&format!("field {field} "))
+                && stderr.contains(&format!("limit of {limit} bytes"))
+                && stderr.contains("100000 bytes"),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+    for args in [
+        vec!["mark", &id, "FAILED", "--reason", &huge],
+        vec!["mark", &id, "FAILED", "--source", &huge],
+    ] {
+        let out = cli(dir.path())
+            .args(&args)
+            .assert()
+            .code(1)
+            .get_output()
+            .clone();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(stderr.contains("limit of"), "{stderr}");
+    }
+    // Only the first record, untouched; a field at its limit is accepted.
+    let (listed, skipped) = store.list().unwrap();
+    assert!(skipped.is_empty());
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].state, State::Open);
+    let at_limit = "r".repeat(4096);
+    cli(dir.path())
+        .args(["mark", &id, "FAILED", "--reason", &at_limit])
+        .assert()
+        .success();
+    cli(dir.path()).args(["show", &id]).assert().success();
+}
+
+/// Control characters (from a caller of the library, or a hand-edited file) are refused in
+/// every text field, and the message shows them escaped, never raw.
+#[test]
+fn control_characters_are_refused_and_shown_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().to_path_buf());
+    for (value, escaped) in [
+        ("nvcr.io/x\0:1", "\\0"),
+        ("nvcr.io/x\u{1b}[2J:1", "\\u{1b}"),
+        ("nvcr.io/x\n:1", "\\n"),
+        ("nvcr.io/x\u{9b}:1", "\\u{9b}"),
+    ] {
+        let err = store
+            .open(NewRecord {
+                image: value.into(),
+                ..fields()
+            })
+            .unwrap_err();
+        let message = err.to_string();
+        assert!(
+            matches!(err, RecordError::InvalidField { field: "image", .. }),
+            "{err:?}"
+        );
+        assert!(message.contains(escaped), "{message}");
+        assert!(!message.chars().any(char::is_control), "{message:?}");
+    }
+    let id = store.open(fields()).unwrap().id;
+    let out = cli(dir.path())
+        .args([
+            "mark",
+            &id,
+            "FAILED",
+            "--reason",
+            "stopped\u{1b}]0;owned\u{7}",
+        ])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("field reason") && stderr.contains("\\u{1b}"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.contains('\u{7}'),
+        "{stderr:?}"
+    );
+    let mut open = OPEN_ARGS.to_vec();
+    open[2] = "nvcr.io/x\t:1";
+    cli(dir.path()).args(&open).assert().code(1);
+    assert_eq!(store.list().unwrap().0.len(), 1);
+    // A record file edited to hold one is refused on read, escaped in the message.
+    let path = dir.path().join(format!("records/{id}.json"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("\"train\"", "\"train\\u001b[2J\"")).unwrap();
+    let out = cli(dir.path())
+        .args(["show", &id])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("field action") && !stderr.contains('\u{1b}'),
+        "{stderr:?}"
+    );
+}
+
+/// One record over the size a read accepts (written by an older version, or by hand) and one
+/// that is not JSON: `list` names both on stderr and lists the others; exit 0.
+#[test]
+fn list_skips_and_names_bad_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().to_path_buf());
+    let good = store.open(fields()).unwrap().id;
+    let big = store.open(fields()).unwrap().id;
+    let broken = store.open(fields()).unwrap().id;
+    let path = |id: &str| dir.path().join(format!("records/{id}.json"));
+    let text = std::fs::read_to_string(path(&big)).unwrap();
+    let padded = text.replace("\"train\"", &format!("\"{}\"", "t".repeat(1_200_000)));
+    std::fs::write(path(&big), padded).unwrap();
+    std::fs::write(path(&broken), "{\"id\": ").unwrap();
+    let (listed, skipped) = store.list().unwrap();
+    assert_eq!(listed.iter().map(|r| &r.id).collect::<Vec<_>>(), [&good]);
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    for format in ["text", "json"] {
+        let out = cli(dir.path())
+            .args(["list", "--format", format])
+            .assert()
+            .success()
+            .get_output()
+            .clone();
+        let (stdout, stderr) = (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        );
+        assert!(stdout.contains(&good) && !stdout.contains(&big) && !stdout.contains(&broken));
+        for id in [&big, &broken] {
+            assert!(
+                stderr
+                    .lines()
+                    .any(|l| l.starts_with("warning: skipped") && l.contains(&**id)),
+                "{stderr}"
+            );
+        }
+    }
 }

@@ -98,17 +98,25 @@ impl Sandbox {
     /// Render the bundle into `into`: a second one is a fresh shell's view, without the
     /// `record-id` that submit writes beside the script.
     fn render(&self, into: &str) {
+        self.render_with(&cargo_bin("tao-k8s"), into);
+    }
+
+    /// Render the bundle into `into` with the tao-k8s binary `bin`.
+    fn render_with(&self, bin: &Path, into: &str) {
         let out = self.path(into);
         let request = Path::new(ROOT).join(&self.request);
-        let r = tao(
-            &[
+        let r = Command::new(bin)
+            .args([
                 "render",
                 request.to_str().unwrap(),
                 "--out",
                 out.to_str().unwrap(),
-            ],
-            &self.path("state"),
-        );
+            ])
+            .env("TAO_K8S_STATE_DIR", self.path("state"))
+            .env_remove("TAO_K8S_NAMESPACE")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
         assert!(
             r.status.success(),
             "render {}: {}",
@@ -172,9 +180,14 @@ impl Sandbox {
             self.path("bin").display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        let scenario = Path::new(ROOT)
-            .join("fixtures/kubectl/scenarios")
-            .join(format!("{scenario}.scenario"));
+        // A name of the shipped scenarios, or the path of one a test wrote (`scenario`).
+        let scenario = if scenario.contains('/') {
+            PathBuf::from(scenario)
+        } else {
+            Path::new(ROOT)
+                .join("fixtures/kubectl/scenarios")
+                .join(format!("{scenario}.scenario"))
+        };
         let out = Command::new("bash")
             .arg(bundle.join("job.sh"))
             .args(args)
@@ -226,6 +239,25 @@ impl Sandbox {
 
     fn run(&self, scenario: &str, env: &[(&str, &str)], args: &[&str]) -> Run {
         self.run_in("bundle", scenario, env, args)
+    }
+
+    /// A scenario of this test: `rules` first, then those of the healthy cluster. Returns
+    /// its path, for `run`.
+    fn scenario(&self, name: &str, rules: &str) -> String {
+        let dir = self.path("scenarios");
+        fs::create_dir_all(&dir).unwrap();
+        fs::copy(
+            Path::new(ROOT).join("fixtures/kubectl/scenarios/healthy-cluster.scenario"),
+            dir.join("healthy-cluster.scenario"),
+        )
+        .unwrap();
+        let path = dir.join(format!("{name}.scenario"));
+        fs::write(
+            &path,
+            format!("{rules}\nextends healthy-cluster.scenario\n"),
+        )
+        .unwrap();
+        path.display().to_string()
     }
 
     /// `tao-k8s record show ID` as JSON.
@@ -491,9 +523,9 @@ fn owned(object: &str, job: &str) -> String {
 /// The NCCL probe: a stale probe Job removed, the probe applied, then removed.
 fn probe(job: &str) -> Vec<String> {
     vec![
-        format!("delete job {job}-nccl-probe --ignore-not-found --wait=true"),
+        format!("delete job {job}-nccl-probe --ignore-not-found --wait=true --timeout=120s"),
         "apply -f $BUNDLE/nccl-probe.yaml".to_string(),
-        "delete -f $BUNDLE/nccl-probe.yaml --ignore-not-found".to_string(),
+        "delete -f $BUNDLE/nccl-probe.yaml --ignore-not-found --wait=false".to_string(),
     ]
 }
 
@@ -890,7 +922,7 @@ fn credentials_reach_kubectl_only_on_stdin() {
     assert_eq!(
         cancel.mutations(),
         [
-            format!("delete job {job} --cascade=foreground --ignore-not-found"),
+            format!("delete job {job} --cascade=foreground --ignore-not-found --timeout=300s"),
             format!("delete secret {job}-creds --ignore-not-found"),
             format!("delete secret {job}-ngc --ignore-not-found"),
         ]
@@ -1079,7 +1111,7 @@ fn cancel_deletes_the_job_and_everything_attached_to_it() {
     assert_eq!(
         run.mutations(),
         [
-            format!("delete job {job} --cascade=foreground --ignore-not-found"),
+            format!("delete job {job} --cascade=foreground --ignore-not-found --timeout=300s"),
             format!("delete service {job} --ignore-not-found"),
             format!("delete configmap {job}-spec --ignore-not-found"),
             format!("delete secret {job}-creds --ignore-not-found"),
@@ -1150,7 +1182,7 @@ fn the_probe_waits_for_the_job_nccl_probe_yaml_defines() {
         run.assert_code(0);
         let lines = run.lines();
         for expected in [
-            format!("delete job {name} --ignore-not-found --wait=true"),
+            format!("delete job {name} --ignore-not-found --wait=true --timeout=120s"),
             format!("get job {name} -o jsonpath=…"),
             format!(
                 "logs -l batch.kubernetes.io/job-name={name},\
@@ -1191,14 +1223,12 @@ fn multi_node_without_gpus_submits_without_a_probe() {
 
 #[test]
 fn every_generated_script_passes_shellcheck() {
-    if Command::new("shellcheck")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("SKIPPED: shellcheck is not installed (CI installs it)");
-        return;
-    }
+    // Not a skip: a missing shellcheck would pass every script unchecked.
+    let found = Command::new("shellcheck").arg("--version").output();
+    assert!(
+        found.is_ok_and(|out| out.status.success()),
+        "shellcheck is not installed: install it (apt-get install shellcheck), as .ci/run does"
+    );
     let dir = tempfile::tempdir().unwrap();
     let mut scripts = Vec::new();
     for request in requests() {
@@ -1215,6 +1245,7 @@ fn every_generated_script_passes_shellcheck() {
     }
     assert!(scripts.len() >= 20, "{scripts:?}");
     scripts.push(Path::new(ROOT).join("fixtures/kubectl/fake-kubectl"));
+    scripts.push(Path::new(ROOT).join("fixtures/kubectl/fake-tao-k8s"));
     // shellcheck takes a quarter of a second per script: two at once.
     let half = scripts.len().div_ceil(2);
     let children: Vec<_> = scripts
@@ -1419,4 +1450,486 @@ fn planted_credentials_never_leak_from_any_subcommand_or_verb() {
                 .collect::<Vec<_>>()
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the driver's own tao-k8s
+
+/// A PATH with the fake kubectl and the system's tools, and no tao-k8s.
+fn path_without_tao_k8s(s: &Sandbox) -> String {
+    for dir in ["/usr/bin", "/bin"] {
+        assert!(
+            !Path::new(dir).join("tao-k8s").exists(),
+            "{dir} has a tao-k8s"
+        );
+    }
+    format!("{}:/usr/bin:/bin", s.path("bin").display())
+}
+
+/// No tao-k8s to run (TAO_K8S_BIN unset, none on PATH, the one that wrote the bundle gone):
+/// every verb that needs it stops before its first kubectl call, saying how to fix it.
+#[test]
+fn without_its_tao_k8s_the_driver_stops_before_any_kubectl_call() {
+    let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
+    let writer = s.path("writer/tao-k8s");
+    fs::create_dir(s.path("writer")).unwrap();
+    fs::copy(cargo_bin("tao-k8s"), &writer).unwrap();
+    s.render_with(&writer, "moved");
+    let script = fs::read_to_string(s.path("moved/job.sh")).unwrap();
+    assert!(
+        script.contains(&format!("WRITER='{}'", writer.display())),
+        "the bundle names the tao-k8s that wrote it"
+    );
+    fs::remove_file(&writer).unwrap();
+    let path = path_without_tao_k8s(&s);
+    let env = [("TAO_K8S_BIN", ""), ("PATH", &path), AWS_ACCESS_KEY_ID];
+    for verb in ["preflight", "submit", "status", "logs", "cancel"] {
+        let args = if verb == "preflight" || verb == "submit" {
+            vec![verb]
+        } else {
+            vec![verb, "--record", "tao-20261202-083107-7f3a"]
+        };
+        let run = s.run_in("moved", "healthy-cluster", &env, &args);
+        run.assert_code(1);
+        run.assert_stderr("tao-k8s is not on PATH");
+        run.assert_stderr("set TAO_K8S_BIN to its path");
+        assert!(run.calls.is_empty(), "{verb}: {:#?}", run.lines());
+    }
+    assert!(s.record_ids().is_empty());
+}
+
+/// A tao-k8s of another version than the one that wrote the script, or a TAO_K8S_BIN that is
+/// not a program: refused before anything, naming both versions.
+#[test]
+fn a_tao_k8s_of_another_version_is_refused() {
+    let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
+    let version = env!("CARGO_PKG_VERSION");
+    // A stand-in tao-k8s that says `tao-k8s <says>` to --version.
+    let saying = |says: &str| {
+        let path = s.path(&format!(
+            "bin/tao-k8s-{}",
+            says.replace([' ', '(', ')'], "_")
+        ));
+        fs::write(&path, format!("#!/bin/sh\necho 'tao-k8s {says}'\n")).unwrap();
+        fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    };
+    for says in ["0.0.1", &format!("{version}1"), &format!("v{version}")] {
+        let bin = saying(says);
+        let run = s.run("healthy-cluster", &[("TAO_K8S_BIN", &bin)], &["submit"]);
+        run.assert_code(1);
+        run.assert_stderr(&format!("is tao-k8s {says}, but"));
+        run.assert_stderr(&format!("tao-k8s {version} wrote this script"));
+        assert!(run.calls.is_empty(), "{:#?}", run.lines());
+    }
+    // A build from a git checkout names its commit too: the same version.
+    let bin = saying(&format!("{version} (commit 0123456789ab)"));
+    let run = s.run("healthy-cluster", &[("TAO_K8S_BIN", &bin)], &["preflight"]);
+    run.assert_code(0);
+    let run = s.run(
+        "healthy-cluster",
+        &[("TAO_K8S_BIN", "/nonexistent/tao-k8s")],
+        &["preflight"],
+    );
+    run.assert_code(1);
+    run.assert_stderr("TAO_K8S_BIN=/nonexistent/tao-k8s is not an executable file");
+    assert!(run.calls.is_empty());
+    assert!(s.record_ids().is_empty());
+}
+
+/// Without TAO_K8S_BIN and with no tao-k8s on PATH, the bundle runs the tao-k8s that wrote
+/// it, where it still is.
+#[test]
+fn a_bundle_runs_the_tao_k8s_that_wrote_it() {
+    let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
+    let path = path_without_tao_k8s(&s);
+    let credentials = [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY];
+    let env = [
+        credentials.as_slice(),
+        &[("TAO_K8S_BIN", ""), ("PATH", &path)],
+    ]
+    .concat();
+    let run = s.run("healthy-cluster", &env, &["submit"]);
+    run.assert_code(0);
+    assert_eq!(s.record(&s.record_id())["state"], "RUNNING");
+    // `script` prints a script that may go anywhere: it names no binary.
+    let printed = tao(
+        &["script", Path::new(ROOT).join(&s.request).to_str().unwrap()],
+        &s.path("state"),
+    );
+    assert!(
+        String::from_utf8(printed.stdout)
+            .unwrap()
+            .contains("\nWRITER=''\n")
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// the command line of job.sh
+
+#[test]
+fn help_exits_0_and_an_unknown_verb_is_named() {
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    for args in [
+        vec!["help"],
+        vec!["--help"],
+        vec!["-h"],
+        vec!["submit", "--help"],
+    ] {
+        let run = s.run("healthy-cluster", &[], &args);
+        run.assert_code(0);
+        for word in [
+            "job.sh preflight",
+            "job.sh submit",
+            "job.sh status",
+            "job.sh logs",
+            "job.sh cancel",
+            "job.sh probe",
+            "--context",
+            "TAO_K8S_BIN",
+            "TAO_K8S_POLL_SECONDS",
+            "Exit codes",
+        ] {
+            assert!(
+                run.stdout.contains(word),
+                "{args:?}: no {word:?} in\n{}",
+                run.stdout
+            );
+        }
+        assert!(run.stderr.is_empty() && run.calls.is_empty());
+    }
+    for (args, message) in [
+        (vec!["frobnicate"], "tao-k8s: unknown verb frobnicate"),
+        (vec![], "tao-k8s: no verb"),
+        (vec!["status", "--bogus"], "tao-k8s: unknown option --bogus"),
+        (vec!["\u{1b}[2J"], "tao-k8s: unknown verb $'\\E[2J'"),
+    ] {
+        let run = s.run("healthy-cluster", &[], &args);
+        run.assert_code(2);
+        run.assert_stderr(message);
+        run.assert_stderr("job.sh submit");
+        assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
+        assert!(run.stdout.is_empty() && run.calls.is_empty());
+    }
+}
+
+/// A record id with a control character reaches the terminal escaped.
+#[test]
+fn a_record_id_is_shown_escaped() {
+    let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
+    let run = s.run(
+        "healthy-cluster",
+        &[],
+        &["status", "--record", "tao-\u{1b}[2J"],
+    );
+    run.assert_code(1);
+    run.assert_stderr("job record $'tao-\\E[2J' names no Kubernetes object");
+    assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
+}
+
+/// A context that is not in the kubeconfig, or none at all: kubectl's own reason is shown.
+#[test]
+fn kubectl_s_own_error_is_shown_for_a_missing_context() {
+    let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
+    let scenario = s.scenario(
+        "missing-context",
+        "when --context missing-ctx\n  err error: context \"missing-ctx\" does not exist\n  exit 1\n\
+         when config current-context\n  err error: current-context is not set\n  exit 1",
+    );
+    let run = s.run(&scenario, &[], &["preflight", "--context", "missing-ctx"]);
+    run.assert_code(1);
+    run.assert_stderr("error: context \"missing-ctx\" does not exist");
+    run.assert_stderr("the cluster of context missing-ctx is not reachable");
+    let run = s.run(&scenario, &[("TAO_K8S_CONTEXT", "")], &["submit"]);
+    run.assert_code(1);
+    run.assert_stderr("error: current-context is not set");
+    run.assert_stderr("no kubeconfig context");
+    assert!(s.record_ids().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// every way a submit can fail
+
+/// Every step of a multi-node submit with a credentials Secret and a pull Secret fails in
+/// turn: each gate, the probe, the record, each Secret, lint, dry run, kept fields, each
+/// record mark, apply, read-back, uid, each patch. Whatever failed, no Secret this run
+/// created is left (each is deleted after it was created), what was applied is deleted
+/// again, and every record this run opened ends FAILED.
+#[test]
+fn no_secret_outlives_a_failed_submit() {
+    let request = "fixtures/requests/valid/tier-c-4-nodes.yaml";
+    let job = "dino-train-s3-4n";
+    let credentials = [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, HF_TOKEN, NGC_KEY];
+    let probe_conditions =
+        format!("when get job {job}-nccl-probe -o jsonpath={{range .status.conditions");
+    // (step, scenario rules or a shipped scenario, a tao-k8s call that fails, extra env,
+    // the message that says the step failed)
+    type Step<'a> = (&'a str, String, &'a str, Vec<(&'a str, &'a str)>, String);
+    let steps: Vec<Step> = vec![
+        ("capacity gate", "gpus-spread-thin".into(), "", vec![], "capacity:".into()),
+        ("version gate", "kube-1.27".into(), "", vec![], "needs Kubernetes 1.28".into()),
+        (
+            "pull Secret",
+            "when create secret generic *-ngc\n  err error: failed to create secret\n  exit 1".into(),
+            "",
+            vec![],
+            format!("the API server refused the Secret {job}-ngc"),
+        ),
+        (
+            "stale probe",
+            format!("when delete job {job}-nccl-probe\n  err error: timed out waiting for the condition\n  exit 1"),
+            "",
+            vec![],
+            "the previous NCCL probe Job".into(),
+        ),
+        (
+            "probe apply",
+            "when apply -f /*/nccl-probe.yaml\n  err Error from server (Forbidden): jobs.batch is forbidden\n  exit 1".into(),
+            "",
+            vec![],
+            "the API server refused the NCCL probe".into(),
+        ),
+        (
+            "probe fails",
+            format!("{probe_conditions}\n  out Failed"),
+            "",
+            vec![],
+            "the NCCL probe did not complete".into(),
+        ),
+        (
+            "probe never completes",
+            format!("{probe_conditions}\n  exit 0"),
+            "",
+            vec![("TAO_K8S_PROBE_TIMEOUT_SECONDS", "2")],
+            "the NCCL probe did not complete within 2s".into(),
+        ),
+        ("record open", String::new(), "record open *", vec![], "cannot open a job record".into()),
+        (
+            "a required key",
+            String::new(),
+            "",
+            vec![("HF_TOKEN", "")],
+            "HF_TOKEN is not set in the environment".into(),
+        ),
+        (
+            "credentials Secret",
+            "when create secret generic *-creds\n  err error: failed to create secret\n  exit 1".into(),
+            "",
+            vec![],
+            format!("the API server refused the Secret {job}-creds"),
+        ),
+        ("lint", String::new(), "lint *", vec![], "the manifest holds a credential".into()),
+        ("dry run", "dry-run-rejected".into(), "", vec![], "refused the manifest (dry run)".into()),
+        ("kept fields", String::new(), "kept-fields *", vec![], "would drop fields".into()),
+        (
+            "mark SUBMITTED",
+            String::new(),
+            "record mark * SUBMITTED *",
+            vec![],
+            "SUBMITTED".into(),
+        ),
+        (
+            "apply",
+            "when apply -f /*/manifest.yaml\n  err Error from server (Forbidden): jobs.batch is forbidden\n  exit 1".into(),
+            "",
+            vec![],
+            "kubectl apply failed".into(),
+        ),
+        (
+            "read-back",
+            format!("when get job {job} -o jsonpath={{.metadata.namespace}}\n  exit 1"),
+            "",
+            vec![],
+            "cannot be read back".into(),
+        ),
+        ("mark RUNNING", String::new(), "record mark * RUNNING *", vec![], "cannot bind job record".into()),
+        (
+            "uid",
+            "when get job*{.metadata.uid}\n  exit 1".into(),
+            "",
+            vec![],
+            "the uid of the applied Job".into(),
+        ),
+        (
+            "patch Service",
+            "when patch service/\n  exit 1".into(),
+            "",
+            vec![],
+            format!("service/{job} could not be attached"),
+        ),
+        (
+            "patch pull Secret",
+            "when patch secret/*-ngc\n  exit 1".into(),
+            "",
+            vec![],
+            format!("secret/{job}-ngc could not be attached"),
+        ),
+    ];
+    let mut after_a_secret = 0;
+    for (step, scenario, fail, extra, message) in &steps {
+        let s = Sandbox::new(request);
+        let scenario = if scenario.is_empty() {
+            "healthy-cluster".to_string()
+        } else if scenario.starts_with("when ") {
+            s.scenario("step", scenario)
+        } else {
+            scenario.clone()
+        };
+        let fake = Path::new(ROOT).join("fixtures/kubectl/fake-tao-k8s");
+        let real = cargo_bin("tao-k8s");
+        let mut env = credentials.to_vec();
+        env.extend([
+            ("TAO_K8S_BIN", fake.to_str().unwrap()),
+            ("REAL_TAO_K8S", real.to_str().unwrap()),
+            ("FAKE_TAO_K8S_FAIL", fail),
+        ]);
+        env.extend(extra.iter().copied());
+        let run = s.run(&scenario, &env, &["submit"]);
+        let context = format!("step {step}:\n{:#?}\n{}", run.mutations(), run.stderr);
+        assert_eq!(run.code, 1, "{context}");
+        run.assert_stderr(message);
+        let mutations = run.mutations();
+        let mut created = 0;
+        for (i, m) in mutations.iter().enumerate() {
+            if let Some(rest) = m.strip_prefix("create secret generic ") {
+                created += 1;
+                let name = rest.split(' ').next().unwrap();
+                let delete = format!("delete secret {name} --ignore-not-found");
+                assert!(
+                    mutations[i..].contains(&delete),
+                    "the Secret {name} is left behind, {context}"
+                );
+            }
+        }
+        if created > 0 {
+            after_a_secret += 1;
+        }
+        let probe_applied = "apply -f $BUNDLE/nccl-probe.yaml".to_string();
+        if let Some(probed) = mutations.iter().position(|m| *m == probe_applied) {
+            let delete = "delete -f $BUNDLE/nccl-probe.yaml --ignore-not-found --wait=false";
+            assert!(
+                mutations[probed..].iter().filter(|m| *m == delete).count() == 1,
+                "the probe is left (or deleted twice), {context}"
+            );
+        }
+        if let Some(applied) = mutations.iter().position(|m| m == APPLY) {
+            let delete = format!("delete job {job} --ignore-not-found --wait=false");
+            assert!(
+                mutations[applied..].contains(&delete),
+                "the Job is left, {context}"
+            );
+            let delete = format!("delete service {job} --ignore-not-found --wait=false");
+            assert!(
+                mutations[applied..].contains(&delete),
+                "the Service is left, {context}"
+            );
+        }
+        for id in s.record_ids() {
+            assert_eq!(s.record(&id)["state"], "FAILED", "{context}");
+        }
+        assert_no_leak(&s, &run, &credentials);
+    }
+    assert!(
+        after_a_secret >= 17,
+        "{after_a_secret} steps failed after a Secret was created"
+    );
+
+    // The control: nothing fails, every Secret is attached to the Job and none deleted.
+    let s = Sandbox::new(request);
+    let run = s.run("healthy-cluster", &credentials, &["submit"]);
+    run.assert_code(0);
+    let mutations = run.mutations();
+    for secret in [format!("{job}-creds"), format!("{job}-ngc")] {
+        assert!(
+            mutations.contains(&owned(&format!("secret/{secret}"), job)),
+            "{mutations:#?}"
+        );
+        assert!(
+            !mutations.iter().any(|m| m.starts_with("delete secret")),
+            "{mutations:#?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// waits
+
+/// A poll interval or probe deadline out of range is refused before any kubectl call: a 0
+/// interval used to poll without pause, forever.
+#[test]
+fn wait_settings_out_of_range_are_refused() {
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    for (name, value) in [
+        ("TAO_K8S_POLL_SECONDS", "0"),
+        ("TAO_K8S_POLL_SECONDS", "-1"),
+        ("TAO_K8S_POLL_SECONDS", "abc"),
+        ("TAO_K8S_POLL_SECONDS", "1.5"),
+        ("TAO_K8S_POLL_SECONDS", "61"),
+        ("TAO_K8S_POLL_SECONDS", "99999999999999999999"),
+        ("TAO_K8S_PROBE_TIMEOUT_SECONDS", "0"),
+        ("TAO_K8S_PROBE_TIMEOUT_SECONDS", "3601"),
+    ] {
+        for verb in ["submit", "probe"] {
+            let run = s.run("healthy-cluster", &[(name, value)], &[verb]);
+            run.assert_code(2);
+            run.assert_stderr(&format!("{name} must be a whole number of seconds from"));
+            run.assert_stderr(&format!("not {value}"));
+            assert!(run.calls.is_empty(), "{name}={value}: {:#?}", run.lines());
+        }
+    }
+    assert!(s.record_ids().is_empty());
+}
+
+/// A probe that never completes: polled until its deadline, then removed, and the submit
+/// stops with the pull Secret it created removed.
+#[test]
+fn a_probe_that_never_completes_stops_at_its_deadline() {
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    let scenario = s.scenario(
+        "probe-hangs",
+        "when get job * -o jsonpath={range .status.conditions\n  exit 0",
+    );
+    let env = [NGC_KEY, ("TAO_K8S_PROBE_TIMEOUT_SECONDS", "3")];
+    let run = s.run(&scenario, &env, &["submit"]);
+    run.assert_code(1);
+    run.assert_stderr("the NCCL probe did not complete within 3s");
+    let polls = run
+        .lines()
+        .iter()
+        .filter(|l| l.starts_with("get job ") && l.ends_with("-o jsonpath=…"))
+        .count();
+    // One poll a second for 3 s, and one at the deadline.
+    assert!((2..=5).contains(&polls), "{polls} polls");
+    let mutations = run.mutations();
+    assert!(mutations.contains(
+        &"delete -f $BUNDLE/nccl-probe.yaml --ignore-not-found --wait=false".to_string()
+    ));
+    let pull = mutations
+        .iter()
+        .find_map(|m| m.strip_prefix("create secret generic "))
+        .map(|rest| rest.split(' ').next().unwrap().to_string())
+        .expect("the probe created the pull Secret");
+    assert_eq!(
+        mutations.last().unwrap(),
+        &format!("delete secret {pull} --ignore-not-found"),
+        "{mutations:#?}"
+    );
+    assert!(s.record_ids().is_empty());
+
+    // `job.sh probe` alone: the pull Secret it created is removed once the probe passed.
+    let run = s.run("healthy-cluster", &[NGC_KEY], &["probe"]);
+    run.assert_code(0);
+    let mutations = run.mutations();
+    assert_eq!(
+        mutations.first().unwrap(),
+        &format!(
+            "create secret generic {pull} --type=kubernetes.io/dockerconfigjson \
+             --from-file=.dockerconfigjson=$TMP/docker.json --dry-run=client -o yaml"
+        )
+    );
+    assert_eq!(
+        mutations.last().unwrap(),
+        &format!("delete secret {pull} --ignore-not-found"),
+        "{mutations:#?}"
+    );
 }

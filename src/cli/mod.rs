@@ -436,7 +436,13 @@ fn render(
                 Ok(map) => map,
                 Err(code) => return code,
             };
-            let script = match tao_k8s::render::render_script(&bundle.script, templates) {
+            // A bundle's script runs the binary that wrote it by default, while it exists; a
+            // printed script may be saved anywhere, so it names none.
+            let mut plan = bundle.script;
+            if matches!(output, Output::Bundle(_)) {
+                plan = plan.with_this_binary();
+            }
+            let script = match tao_k8s::render::render_script(&plan, templates) {
                 Ok(text) => text,
                 Err(d) => {
                     out.diagnostics(None, &[d]);

@@ -1,6 +1,7 @@
 //! `tao-k8s record`: the job records of the driver script, from any shell. `open` prints only
 //! the new id so scripts can capture it; `show --field` prints one value as plain text. Exit
-//! codes: 0 ok, 1 refused (invalid transition, unknown id, missing field), 2 usage or I/O error.
+//! codes: 0 ok, 1 refused (invalid transition, unknown id, missing field, a bad field value), 2
+//! usage or I/O error.
 
 use super::{USAGE, emit};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -24,7 +25,11 @@ Records live in $TAO_K8S_STATE_DIR, else $XDG_STATE_HOME/tao-k8s, else
 $HOME/.local/state/tao-k8s, one JSON file per job under records/.
 States: OPEN -> SUBMITTED -> RUNNING -> SUCCEEDED | FAILED | CANCELED; OPEN and SUBMITTED may
 also go to FAILED or CANCELED. Marking a RUNNING record RUNNING again changes nothing.
-Exit codes: 0 ok, 1 refused (invalid transition, unknown id, missing field), 2 usage or I/O error.")]
+Fields are bounded: image 1024 bytes, network arch and action 256, results dir 4096, source
+256, reason 4096; none may hold a control character.
+`list` names each record file it cannot read on stderr and lists the others.
+Exit codes: 0 ok, 1 refused (invalid transition, unknown id, missing field, a field over its
+limit or with a control character), 2 usage or I/O error.")]
 pub struct RecordArgs {
     #[command(subcommand)]
     command: Action,
@@ -159,7 +164,12 @@ pub fn run(args: RecordArgs) -> ExitCode {
             Err(e) => fail(&e),
         },
         Action::List { format } => match store.list() {
-            Ok(records) => emit(&list(&records, format)),
+            Ok((records, skipped)) => {
+                for e in &skipped {
+                    eprintln!("warning: skipped: {e}");
+                }
+                emit(&list(&records, format))
+            }
             Err(e) => fail(&e),
         },
     }
@@ -218,7 +228,9 @@ fn fail(e: &RecordError) -> ExitCode {
     eprintln!("error: {e}");
     let refused = matches!(
         e,
-        RecordError::NotFound { .. } | RecordError::InvalidTransition { .. }
+        RecordError::NotFound { .. }
+            | RecordError::InvalidTransition { .. }
+            | RecordError::InvalidField { .. }
     );
     ExitCode::from(if refused { REFUSED } else { USAGE })
 }
