@@ -1,0 +1,529 @@
+//! ActionRequest -> Plan: every decision about the objects to emit (names, labels, the
+//! container's command vector, env, resources, volumes, the staged config) is made here, in
+//! Rust, and tested here. Templates only lay the Plan out as YAML.
+
+mod config;
+mod pod;
+mod probe;
+
+pub use config::hex;
+pub use pod::pod_script;
+pub use probe::{NCCL_PROBE, NCCL_PROBE_DEADLINE, nccl_probe, ngc_pull_secret, probe_name};
+
+use crate::diag::Diagnostic;
+use crate::names::{self, Names};
+use crate::request::{ActionRequest, Loaded, Toleration};
+pub use crate::request::{CONFIG_DIR, CONFIG_VOLUME, SHM_VOLUME};
+use crate::source::Source as Source_;
+use crate::staging::Staging;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+
+pub use crate::codes::{CONFIG_DIGEST, OPTION};
+
+/// The ConfigMap key and file name of the staged config spec.
+pub const CONFIG_FILE: &str = "spec.yaml";
+/// The container that runs the action.
+pub const MAIN_CONTAINER: &str = "tao";
+/// Default seconds a finished Job is kept (7 days).
+pub const DEFAULT_TTL: u32 = 604_800;
+/// Default TCP port of the rendezvous on the rank-0 pod.
+pub const DEFAULT_RENDEZVOUS_PORT: u16 = 29500;
+/// Default seconds a pod waits for the rank-0 pod's name to resolve.
+pub const DEFAULT_RENDEZVOUS_TIMEOUT: u32 = 300;
+/// The named Service port of the rendezvous.
+pub const RENDEZVOUS_PORT_NAME: &str = "rendezvous";
+/// The initContainer that holds the action until the rank-0 pod's name resolves.
+pub const WAIT_CONTAINER: &str = "wait-for-rendezvous";
+/// Its constant script; every input arrives through the environment.
+pub const WAIT_SCRIPT: &str = include_str!("../../scripts/wait-for-rendezvous.sh");
+/// The downward-API path of an Indexed Job pod's completion index.
+pub const COMPLETION_INDEX_FIELD: &str =
+    "metadata.annotations['batch.kubernetes.io/job-completion-index']";
+/// The annotation the driver script checks against the server's version.
+pub const MIN_KUBE_ANNOTATION: &str = "tao-k8s.io/min-kube-version";
+
+/// Pod-side scripts of config staging and tier C, constants of the project.
+pub const VERIFY_CONFIG_SCRIPT: &str = include_str!("../../scripts/verify-config.sh");
+pub const RUN_ACTION_SCRIPT: &str = include_str!("../../scripts/run-action.sh");
+pub const UPLOAD_RESULTS_SCRIPT: &str = include_str!("../../scripts/upload-results.sh");
+/// The initContainer that checks the staged config spec's digest.
+pub const STAGE_CONFIG_CONTAINER: &str = "stage-config";
+/// The container that uploads results after the action (tier C).
+pub const UPLOAD_CONTAINER: &str = "upload-results";
+/// Scratch directories of the pod: the writable spec copy and the action's exit status.
+pub const WORK_VOLUME: &str = "tao-k8s-work";
+pub const WORK_DIR: &str = "/etc/tao-k8s/work";
+/// Results that are uploaded but on no mount live in this emptyDir.
+pub const RESULTS_VOLUME: &str = "tao-k8s-results";
+/// What the upload container asks for, when the action sets cpu or memory.
+pub const UPLOAD_CPU: &str = "250m";
+pub const UPLOAD_MEMORY: &str = "512Mi";
+/// The image that copies S3 data in and out, unless the request names one.
+pub const DEFAULT_S3_IMAGE: &str = "amazon/aws-cli:2.17.0";
+/// A ConfigMap holds at most 1 MiB, metadata included: keep room for it.
+pub const MAX_CONFIG_BYTES: usize = 1024 * 1024 - 16 * 1024;
+
+/// The extended resource of NVIDIA GPUs.
+pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
+
+/// A Kubernetes minor version, `1.28`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KubeVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl KubeVersion {
+    /// The default target.
+    pub const DEFAULT: KubeVersion = KubeVersion {
+        major: 1,
+        minor: 28,
+    };
+    /// The oldest target for an Indexed Job with a rendezvous: the pod hostname
+    /// `<job>-<index>` that MASTER_ADDR names needs it.
+    pub const MULTI_NODE: KubeVersion = KubeVersion {
+        major: 1,
+        minor: 28,
+    };
+    /// The oldest supported target: the oldest minor whose strict schemas the output is checked
+    /// against, and what multi-node needs.
+    pub const OLDEST: KubeVersion = KubeVersion {
+        major: 1,
+        minor: 28,
+    };
+    /// The newest supported target.
+    pub const NEWEST: KubeVersion = KubeVersion {
+        major: 1,
+        minor: 37,
+    };
+
+    /// Whether this version is a supported target.
+    pub fn is_supported(self) -> bool {
+        (KubeVersion::OLDEST..=KubeVersion::NEWEST).contains(&self)
+    }
+
+    /// The supported targets, for messages: `1.28 to 1.37`.
+    pub fn supported_range() -> String {
+        format!("{} to {}", KubeVersion::OLDEST, KubeVersion::NEWEST)
+    }
+}
+
+impl std::str::FromStr for KubeVersion {
+    type Err = String;
+    /// `1.28`, `v1.28` or `1.28.3`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("expected a Kubernetes version like 1.28, found `{s}`");
+        let mut parts = s.strip_prefix('v').unwrap_or(s).split('.');
+        let major = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let minor = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        if parts.next().is_some_and(|p| p.parse::<u32>().is_err()) || parts.next().is_some() {
+            return Err(bad());
+        }
+        Ok(KubeVersion { major, minor })
+    }
+}
+
+impl fmt::Display for KubeVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// What the caller decides beyond the request.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `--namespace`; wins over the request.
+    pub namespace: Option<String>,
+    /// `$TAO_K8S_NAMESPACE`; used when neither the flag nor the request names one.
+    pub env_namespace: Option<String>,
+    pub kube_version: KubeVersion,
+    /// Render the 2-node NCCL probe for the request's image and scheduling instead.
+    pub nccl_probe: bool,
+    /// Reads the file `command.config.spec` names, when the request is in config mode: the
+    /// library does no I/O, and the caller decides where a name may resolve.
+    pub read_spec: Option<SpecReader>,
+    /// A staged config spec passed back (`--staged-config`): used only if its digest is the one
+    /// the request materialises to.
+    pub staged_config: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            namespace: None,
+            env_namespace: None,
+            kube_version: KubeVersion::DEFAULT,
+            nccl_probe: false,
+            read_spec: None,
+            staged_config: None,
+        }
+    }
+}
+
+/// How the caller reads a file a request names: given the name as the request wrote it, the
+/// file as a source, or why it cannot be read (said after "the spec file `name`: ").
+#[derive(Clone)]
+pub struct SpecReader(std::sync::Arc<ReadFn>);
+
+type ReadFn = dyn Fn(&str) -> Result<Source_, String> + Send + Sync;
+
+impl SpecReader {
+    pub fn new(read: impl Fn(&str) -> Result<Source_, String> + Send + Sync + 'static) -> Self {
+        SpecReader(std::sync::Arc::new(read))
+    }
+
+    /// Read the file a request names.
+    pub fn read(&self, name: &str) -> Result<Source_, String> {
+        (self.0)(name)
+    }
+}
+
+impl fmt::Debug for SpecReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SpecReader(..)")
+    }
+}
+
+/// Everything the templates lay out.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    pub names: Names,
+    pub namespace: String,
+    /// Labels on every object.
+    pub labels: BTreeMap<String, String>,
+    pub job: Job,
+    pub config_map: Option<ConfigMap>,
+    /// The headless Service of a multi-node Job.
+    pub service: Option<Service>,
+    /// The Secret the pod reads credentials from, when it needs any.
+    pub credentials_secret: Option<String>,
+    /// The nvcr.io pull Secret the driver script must create from NGC_KEY, when the image is
+    /// on nvcr.io and the request names no pull secret.
+    pub ngc_pull_secret: Option<String>,
+    /// Where every producer-side path lands (`render --staging-map`).
+    #[serde(skip)]
+    pub staging_map: crate::staging::StagingMap,
+    /// Things the user should know that are not problems (printed as notes).
+    #[serde(skip)]
+    pub notes: Vec<String>,
+}
+
+/// The batch/v1 Job.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Job {
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub backoff_limit: u32,
+    pub ttl_seconds_after_finished: u32,
+    pub active_deadline_seconds: Option<u32>,
+    /// Created suspended, for a Kueue queue to admit.
+    pub suspend: bool,
+    /// Multi-node: an Indexed Job.
+    pub indexed: Option<Indexed>,
+    pub pod: Pod,
+}
+
+/// Completions and parallelism of an Indexed Job: one pod per node, all at once.
+#[derive(Debug, Clone, Serialize)]
+pub struct Indexed {
+    pub completions: u32,
+    pub parallelism: u32,
+}
+
+/// The headless Service that names the pods of an Indexed Job.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Service {
+    pub name: String,
+    pub annotations: BTreeMap<String, String>,
+    pub port_name: String,
+    pub port: u16,
+}
+
+/// The Job's pod template.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pod {
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub priority_class_name: Option<String>,
+    /// The headless Service's name, so that pods get `<hostname>.<subdomain>` DNS names.
+    pub subdomain: Option<String>,
+    pub node_selector: BTreeMap<String, String>,
+    pub tolerations: Vec<Toleration>,
+    pub image_pull_secrets: Vec<String>,
+    pub init_containers: Vec<Container>,
+    pub containers: Vec<Container>,
+    pub volumes: Vec<Volume>,
+}
+
+/// One container.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Container {
+    pub name: String,
+    pub image: String,
+    pub command: Vec<String>,
+    pub args: Vec<String>,
+    pub env: Vec<EnvVar>,
+    /// `envFrom.secretRef` to this Secret.
+    pub env_from_secret: Option<String>,
+    pub limits: BTreeMap<String, String>,
+    pub requests: BTreeMap<String, String>,
+    pub volume_mounts: Vec<VolumeMount>,
+}
+
+/// An environment variable: a plain value, or a field of the pod (downward API).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvVar {
+    pub name: String,
+    pub value: Option<String>,
+    pub field_path: Option<String>,
+    /// `valueFrom.secretKeyRef`, optional: a key of the credentials Secret that may be absent.
+    pub secret_key: Option<SecretKey>,
+}
+
+/// An optional key of a Secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SecretKey {
+    pub name: String,
+    pub key: String,
+    pub optional: bool,
+}
+
+impl EnvVar {
+    /// A plain value.
+    pub fn value(name: &str, value: impl Into<String>) -> EnvVar {
+        EnvVar {
+            name: name.into(),
+            value: Some(value.into()),
+            field_path: None,
+            secret_key: None,
+        }
+    }
+
+    /// A field of the pod, through the downward API.
+    pub fn field(name: &str, path: &str) -> EnvVar {
+        EnvVar {
+            value: None,
+            field_path: Some(path.into()),
+            ..EnvVar::value(name, "")
+        }
+    }
+}
+
+/// A volume mount.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeMount {
+    pub name: String,
+    pub mount_path: String,
+    pub sub_path: Option<String>,
+    pub read_only: bool,
+}
+
+/// A pod volume: exactly one source is set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Volume {
+    pub name: String,
+    pub persistent_volume_claim: Option<String>,
+    pub nfs: Option<crate::request::Nfs>,
+    pub config_map: Option<String>,
+    pub empty_dir: Option<EmptyDir>,
+    pub read_only: bool,
+}
+
+/// An emptyDir volume.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmptyDir {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub medium: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_limit: Option<String>,
+}
+
+/// The staged config spec, shipped as a ConfigMap.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigMap {
+    pub name: String,
+    pub key: String,
+    /// The materialised spec, bytes unchanged.
+    pub data: String,
+    pub sha256: String,
+    /// Where the pod sees it.
+    pub path: String,
+}
+
+/// Build the Plan of a checked request and its staging layout.
+pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan, Vec<Diagnostic>> {
+    let req = &loaded.request;
+    let spec = &req.spec;
+    let mut errors = Vec::new();
+    let namespace = namespace(req, opts).unwrap_or_else(|d| {
+        errors.push(d);
+        String::new()
+    });
+    if !opts.kube_version.is_supported() {
+        errors.push(
+            Diagnostic::error(
+                OPTION,
+                format!(
+                    "Kubernetes {} is not a supported target: tao-k8s targets {}",
+                    opts.kube_version,
+                    KubeVersion::supported_range()
+                ),
+            )
+            .help("multi-node needs 1.28 for the pod hostnames `<job>-<index>` that MASTER_ADDR names; target a version in the range"),
+        );
+    }
+    let names = Names::derive(
+        &req.metadata.name,
+        req.nodes(),
+        spec.credentials.secret_name.as_deref(),
+    );
+    let (config_map, staging_map) = match config::config_map(loaded, staging, &names, opts) {
+        Ok(staged) => staged,
+        Err(mut d) => {
+            errors.append(&mut d);
+            (None, staging.map.clone())
+        }
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+
+    let labels = labels(req, &names);
+    let mut notes = Vec::new();
+    let mut job_annotations = BTreeMap::new();
+    if req.metadata.name != names.job {
+        job_annotations.insert("tao-k8s.io/request-name".into(), req.metadata.name.clone());
+    }
+    if spec.resources.gpus_per_node == 0 {
+        job_annotations.insert("tao-k8s.io/gpu-scheduling".into(), "not-verified".into());
+        notes
+            .push("gpusPerNode is 0: a lifecycle-only Job, GPU scheduling was not verified".into());
+    }
+    let laid = pod::lay_out(req, staging, &names, config_map.as_ref(), &labels);
+    job_annotations.extend(laid.job_annotations);
+    notes.extend(laid.notes);
+
+    let mut job_labels = labels.clone();
+    let queue = spec.scheduling.queue_name.clone();
+    if let Some(q) = &queue {
+        job_labels.insert("kueue.x-k8s.io/queue-name".into(), q.clone());
+    }
+    let nodes = req.nodes();
+    Ok(Plan {
+        namespace,
+        job: Job {
+            labels: job_labels,
+            annotations: job_annotations,
+            backoff_limit: spec.backoff_limit.unwrap_or(0),
+            ttl_seconds_after_finished: spec.ttl_seconds_after_finished.unwrap_or(DEFAULT_TTL),
+            active_deadline_seconds: spec.active_deadline_seconds.filter(|&s| s > 0),
+            suspend: queue.is_some(),
+            indexed: (nodes > 1).then_some(Indexed {
+                completions: nodes,
+                parallelism: nodes,
+            }),
+            pod: laid.pod,
+        },
+        config_map,
+        service: laid.service,
+        credentials_secret: req.needs_credentials().then(|| names.secret.clone()),
+        ngc_pull_secret: ngc_pull_secret(req),
+        staging_map,
+        names,
+        labels,
+        notes,
+    })
+}
+
+/// The labels of every object: the request's, and what says what made it.
+fn labels(req: &ActionRequest, names: &Names) -> BTreeMap<String, String> {
+    let spec = &req.spec;
+    let mut labels = req.metadata.labels.clone();
+    labels.insert("app.kubernetes.io/name".into(), "tao".into());
+    labels.insert("app.kubernetes.io/instance".into(), names.job.clone());
+    labels.insert("app.kubernetes.io/managed-by".into(), "tao-k8s".into());
+    labels.insert("app.kubernetes.io/component".into(), spec.action.clone());
+    labels.insert("tao-k8s.io/network-arch".into(), spec.network_arch.clone());
+    if let Some(id) = &req.metadata.record_id {
+        labels.insert("tao-k8s.io/record-id".into(), id.clone());
+    }
+    labels
+}
+
+impl VolumeMount {
+    /// A writable mount of a whole volume.
+    fn at(name: &str, path: &str) -> VolumeMount {
+        VolumeMount {
+            name: name.into(),
+            mount_path: path.into(),
+            sub_path: None,
+            read_only: false,
+        }
+    }
+}
+
+impl Volume {
+    /// A volume with a name and no source yet.
+    fn named(name: &str) -> Volume {
+        Volume {
+            name: name.into(),
+            persistent_volume_claim: None,
+            nfs: None,
+            config_map: None,
+            empty_dir: None,
+            read_only: false,
+        }
+    }
+}
+
+/// flag > request > `$TAO_K8S_NAMESPACE` > `default`.
+fn namespace(req: &ActionRequest, opts: &Options) -> Result<String, Diagnostic> {
+    let (ns, from) = if let Some(ns) = &opts.namespace {
+        (ns.as_str(), "--namespace")
+    } else if let Some(ns) = &req.metadata.namespace {
+        return Ok(ns.clone()); // checked with the request
+    } else if let Some(ns) = opts.env_namespace.as_deref().filter(|ns| !ns.is_empty()) {
+        (ns, "TAO_K8S_NAMESPACE")
+    } else {
+        ("default", "the default")
+    };
+    if names::is_dns1123_label(ns) {
+        Ok(ns.to_string())
+    } else {
+        Err(Diagnostic::error(
+            OPTION,
+            format!("namespace `{ns}` from {from} is not a valid namespace name"),
+        )
+        .help("a DNS-1123 label: lowercase letters, digits and `-`, at most 63 characters"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kube_versions_parse_and_order() {
+        for ok in ["1.28", "v1.28", "1.28.3"] {
+            assert_eq!(ok.parse::<KubeVersion>(), Ok(KubeVersion::DEFAULT), "{ok}");
+        }
+        for bad in ["", "1", "one.28", "1.28.x", "1.28.3.4", "1.-1"] {
+            assert!(bad.parse::<KubeVersion>().is_err(), "{bad}");
+        }
+        let v = |s: &str| s.parse::<KubeVersion>().unwrap();
+        assert!(v("1.27") < KubeVersion::MULTI_NODE && v("1.100") > v("1.28"));
+        assert_eq!(v("1.31").to_string(), "1.31");
+    }
+}

@@ -1,0 +1,625 @@
+//! The Job's pod, laid out concern by concern: the action's container (its command vector and
+//! resources), the staged volumes (PVC, NFS, S3 fetches), the staged config spec, `/dev/shm`,
+//! the multi-node rendezvous, the tier C upload, then scheduling. Each step adds its volumes,
+//! mounts, init containers and annotations in the order the manifests show them.
+
+use super::{
+    COMPLETION_INDEX_FIELD, CONFIG_DIR, CONFIG_FILE, CONFIG_VOLUME, ConfigMap, Container,
+    DEFAULT_RENDEZVOUS_PORT, DEFAULT_RENDEZVOUS_TIMEOUT, DEFAULT_S3_IMAGE, EmptyDir, EnvVar,
+    GPU_RESOURCE, KubeVersion, MAIN_CONTAINER, MIN_KUBE_ANNOTATION, Pod, RENDEZVOUS_PORT_NAME,
+    RESULTS_VOLUME, RUN_ACTION_SCRIPT, SHM_VOLUME, STAGE_CONFIG_CONTAINER, SecretKey, Service,
+    UPLOAD_CONTAINER, UPLOAD_CPU, UPLOAD_MEMORY, UPLOAD_RESULTS_SCRIPT, VERIFY_CONFIG_SCRIPT,
+    Volume, VolumeMount, WAIT_CONTAINER, WAIT_SCRIPT, WORK_DIR, WORK_VOLUME,
+};
+use crate::names::{self, Names};
+use crate::request::{
+    ActionRequest, CONFIG_PATH_TOKEN, RENDEZVOUS_ENV, TaintEffect, Toleration, TolerationOperator,
+};
+use crate::staging::{Source, Staging};
+use std::collections::BTreeMap;
+
+/// What the pod's layout decides beyond the pod itself.
+pub(super) struct Laid {
+    pub pod: Pod,
+    /// The headless Service of a multi-node Job.
+    pub service: Option<Service>,
+    /// Annotations the Job gets (the minimum Kubernetes version of a multi-node Job).
+    pub job_annotations: BTreeMap<String, String>,
+    pub notes: Vec<String>,
+}
+
+/// The pod being laid out.
+struct Layout<'a> {
+    req: &'a ActionRequest,
+    staging: &'a Staging,
+    names: &'a Names,
+    container: Container,
+    init_containers: Vec<Container>,
+    sidecars: Vec<Container>,
+    volumes: Vec<Volume>,
+    annotations: BTreeMap<String, String>,
+    job_annotations: BTreeMap<String, String>,
+    notes: Vec<String>,
+    service: Option<Service>,
+    /// The Secret the S3 copies read, when the request uses S3.
+    s3_secret: Option<String>,
+    s3_image: String,
+}
+
+/// Lay out the pod of a checked request.
+pub(super) fn lay_out(
+    req: &ActionRequest,
+    staging: &Staging,
+    names: &Names,
+    config: Option<&ConfigMap>,
+    labels: &BTreeMap<String, String>,
+) -> Laid {
+    let mut layout = Layout::new(req, staging, names, config);
+    layout.staged_volumes();
+    layout.config(config);
+    layout.shm();
+    layout.rendezvous();
+    let env = req
+        .spec
+        .env
+        .iter()
+        .map(|(name, value)| EnvVar::value(name, value.clone()));
+    layout.container.env.extend(env);
+    layout.upload();
+    layout.finish(labels)
+}
+
+impl<'a> Layout<'a> {
+    /// The action's container: its command vector and resources.
+    fn new(
+        req: &'a ActionRequest,
+        staging: &'a Staging,
+        names: &'a Names,
+        config: Option<&ConfigMap>,
+    ) -> Layout<'a> {
+        let spec = &req.spec;
+        let mut container = Container {
+            name: MAIN_CONTAINER.into(),
+            image: spec.image.clone(),
+            command: Vec::new(),
+            args: Vec::new(),
+            env: Vec::new(),
+            env_from_secret: req.action_needs_credentials().then(|| names.secret.clone()),
+            limits: BTreeMap::new(),
+            requests: BTreeMap::new(),
+            volume_mounts: Vec::new(),
+        };
+        (container.command, container.args) = command_vector(req, staging, config);
+        // Requests equal limits: a training pod gets the Guaranteed QoS class (evicted last).
+        for (name, q) in [
+            ("cpu", &spec.resources.cpu),
+            ("memory", &spec.resources.memory),
+            ("ephemeral-storage", &spec.resources.ephemeral_storage),
+        ] {
+            if let Some(q) = q {
+                container.limits.insert(name.into(), q.0.clone());
+                container.requests.insert(name.into(), q.0.clone());
+            }
+        }
+        Layout {
+            req,
+            staging,
+            names,
+            container,
+            init_containers: Vec::new(),
+            sidecars: Vec::new(),
+            volumes: Vec::new(),
+            annotations: BTreeMap::new(),
+            job_annotations: BTreeMap::new(),
+            notes: Vec::new(),
+            service: None,
+            s3_secret: req.needs_s3_credentials().then(|| names.secret.clone()),
+            s3_image: spec
+                .storage
+                .s3
+                .as_ref()
+                .and_then(|s| s.image.clone())
+                .unwrap_or_else(|| DEFAULT_S3_IMAGE.into()),
+        }
+    }
+
+    /// A helper container: it gets the action's cpu and memory, or the pod would lose its
+    /// Guaranteed QoS class.
+    fn helper(&self, name: &str, image: &str, command: Vec<String>, env: Vec<EnvVar>) -> Container {
+        Container {
+            name: name.into(),
+            image: image.into(),
+            command,
+            args: Vec::new(),
+            env,
+            env_from_secret: None,
+            limits: self.container.limits.clone(),
+            requests: self.container.requests.clone(),
+            volume_mounts: Vec::new(),
+        }
+    }
+
+    /// aws-cli reads AWS_ENDPOINT_URL; the Secret carries S3_ENDPOINT_URL when one is set.
+    fn s3_env(&self) -> Vec<EnvVar> {
+        self.s3_secret
+            .iter()
+            .map(|secret| EnvVar {
+                secret_key: Some(SecretKey {
+                    name: secret.clone(),
+                    key: "S3_ENDPOINT_URL".into(),
+                    optional: true,
+                }),
+                value: None,
+                ..EnvVar::value("AWS_ENDPOINT_URL", "")
+            })
+            .collect()
+    }
+
+    /// One volume per distinct source; an S3 input is an emptyDir an initContainer fills.
+    fn staged_volumes(&mut self) {
+        for v in &self.staging.volumes {
+            let (volume, sub_path) = match &v.source {
+                Source::PersistentVolumeClaim {
+                    claim_name,
+                    sub_path,
+                } => (
+                    Volume {
+                        persistent_volume_claim: Some(claim_name.clone()),
+                        ..Volume::named(&v.name)
+                    },
+                    sub_path.clone(),
+                ),
+                Source::Nfs {
+                    server,
+                    path,
+                    sub_path,
+                } => (
+                    Volume {
+                        nfs: Some(crate::request::Nfs {
+                            server: server.clone(),
+                            path: path.clone(),
+                        }),
+                        ..Volume::named(&v.name)
+                    },
+                    sub_path.clone(),
+                ),
+                Source::S3 { uri } => {
+                    let name = format!("fetch-{}", self.init_containers.len());
+                    let mut fetch = self.helper(
+                        &name,
+                        &self.s3_image,
+                        s3_copy(uri, &v.mount_path),
+                        self.s3_env(),
+                    );
+                    fetch.env_from_secret = self.s3_secret.clone();
+                    fetch
+                        .volume_mounts
+                        .push(VolumeMount::at(&v.name, &v.mount_path));
+                    self.init_containers.push(fetch);
+                    let empty = EmptyDir {
+                        medium: None,
+                        size_limit: v.size_limit.clone(),
+                    };
+                    (
+                        Volume {
+                            empty_dir: Some(empty),
+                            ..Volume::named(&v.name)
+                        },
+                        None,
+                    )
+                }
+                Source::EmptyDir => continue,
+            };
+            self.volumes.push(Volume {
+                read_only: v.read_only,
+                ..volume
+            });
+            self.container.volume_mounts.push(VolumeMount {
+                name: v.name.clone(),
+                mount_path: v.mount_path.clone(),
+                sub_path,
+                read_only: v.read_only,
+            });
+        }
+        let gpus = self.req.spec.resources.gpus_per_node;
+        let fetched = self
+            .staging
+            .volumes
+            .iter()
+            .any(|v| matches!(v.source, Source::S3 { .. }));
+        if fetched && gpus > 0 {
+            self.notes.push(format!(
+                "tier C: the pod holds its {gpus} GPU(s) while the S3 inputs download; prefer a PVC (tier A) for large inputs"
+            ));
+        }
+    }
+
+    /// The pod's scratch directory (a writable spec copy, the action's exit status), and the
+    /// staged config spec with the initContainer that checks its digest.
+    fn config(&mut self, config: Option<&ConfigMap>) {
+        let multi_node = self.req.nodes() > 1;
+        let uploads = self
+            .req
+            .spec
+            .storage
+            .s3
+            .as_ref()
+            .is_some_and(|s| s.results.is_some());
+        if (config.is_some() && multi_node) || uploads {
+            self.volumes.push(Volume {
+                empty_dir: Some(EmptyDir::default()),
+                ..Volume::named(WORK_VOLUME)
+            });
+            self.container
+                .volume_mounts
+                .push(VolumeMount::at(WORK_VOLUME, WORK_DIR));
+        }
+        let Some(cm) = config else { return };
+        self.volumes.push(Volume {
+            config_map: Some(cm.name.clone()),
+            read_only: true,
+            ..Volume::named(CONFIG_VOLUME)
+        });
+        let config_mount = VolumeMount {
+            read_only: true,
+            ..VolumeMount::at(CONFIG_VOLUME, CONFIG_DIR)
+        };
+        self.container.volume_mounts.push(config_mount.clone());
+        self.annotations
+            .insert("tao-k8s.io/config-sha256".into(), cm.sha256.clone());
+        // The pod checks what it received; TAO's multi-node entrypoint rewrites its spec in
+        // place, so multi-node gets a writable copy made after the check.
+        let mut env = vec![
+            EnvVar::value("TAO_K8S_CONFIG_SRC", format!("{CONFIG_DIR}/{CONFIG_FILE}")),
+            EnvVar::value("TAO_K8S_CONFIG_SHA256", cm.sha256.clone()),
+        ];
+        let image = &self.req.spec.image;
+        let mut stage = self.helper(
+            STAGE_CONFIG_CONTAINER,
+            image,
+            sh(VERIFY_CONFIG_SCRIPT),
+            Vec::new(),
+        );
+        stage.volume_mounts.push(config_mount);
+        if multi_node {
+            env.push(EnvVar::value("TAO_K8S_CONFIG_COPY", cm.path.clone()));
+            stage
+                .volume_mounts
+                .push(VolumeMount::at(WORK_VOLUME, WORK_DIR));
+        }
+        stage.env = env;
+        self.init_containers.insert(0, stage);
+    }
+
+    /// A memory-backed `/dev/shm`, so that NCCL does not hang on the container runtime's 64M.
+    fn shm(&mut self) {
+        let Some(size) = self.req.shm_size() else {
+            return;
+        };
+        self.volumes.push(Volume {
+            empty_dir: Some(EmptyDir {
+                medium: Some("Memory".into()),
+                size_limit: Some(size.to_string()),
+            }),
+            ..Volume::named(SHM_VOLUME)
+        });
+        self.container
+            .volume_mounts
+            .push(VolumeMount::at(SHM_VOLUME, "/dev/shm"));
+    }
+
+    /// Multi-node: the rendezvous env, the initContainer that waits for the rank-0 pod's
+    /// name, the headless Service that gives the pods their names, and the minimum version.
+    fn rendezvous(&mut self) {
+        let nodes = self.req.nodes();
+        if nodes < 2 {
+            return;
+        }
+        let spec = &self.req.spec;
+        let rendezvous = spec.rendezvous.as_ref();
+        let port = rendezvous
+            .and_then(|r| r.port)
+            .unwrap_or(DEFAULT_RENDEZVOUS_PORT);
+        let timeout = rendezvous
+            .and_then(|r| r.timeout_seconds)
+            .unwrap_or(DEFAULT_RENDEZVOUS_TIMEOUT);
+        let names = self.names;
+        let master = format!("{}.{}", names::pod_hostname(&names.job, 0), names.service);
+        let gpus = spec.resources.gpus_per_node;
+        self.container.env = rendezvous_env(nodes, gpus, &master, port);
+        let env = vec![
+            EnvVar::value("MASTER_ADDR", master),
+            EnvVar::value("TAO_K8S_RENDEZVOUS_TIMEOUT", timeout.to_string()),
+        ];
+        let wait = self.helper(WAIT_CONTAINER, &spec.image, sh(WAIT_SCRIPT), env);
+        self.init_containers.push(wait);
+        let min = KubeVersion::MULTI_NODE.to_string();
+        self.job_annotations
+            .insert(MIN_KUBE_ANNOTATION.into(), min.clone());
+        self.service = Some(Service {
+            name: names.service.clone(),
+            annotations: BTreeMap::from([(MIN_KUBE_ANNOTATION.to_string(), min)]),
+            port_name: RENDEZVOUS_PORT_NAME.into(),
+            port,
+        });
+    }
+
+    /// Tier C results: the action runs under a constant wrapper that records its exit code;
+    /// the uploader waits for it, uploads even after a failure, and the pod succeeds only if
+    /// both do.
+    fn upload(&mut self) {
+        let spec = &self.req.spec;
+        let Some(results) = spec.storage.s3.as_ref().and_then(|s| s.results.as_ref()) else {
+            return;
+        };
+        let multi_node = self.req.nodes() > 1;
+        let container = &mut self.container;
+        let mut argv = sh(RUN_ACTION_SCRIPT);
+        argv.push("tao-k8s-run".into());
+        argv.append(&mut container.command);
+        argv.append(&mut container.args);
+        container.command = argv;
+        container
+            .env
+            .push(EnvVar::value("TAO_K8S_STATUS_DIR", WORK_DIR));
+        let mut env = vec![
+            EnvVar::value("TAO_K8S_STATUS_DIR", WORK_DIR),
+            EnvVar::value("TAO_K8S_RESULTS_DIR", self.staging.results_dir.clone()),
+            EnvVar::value("TAO_K8S_RESULTS_URI", results.uri.clone()),
+        ];
+        if multi_node {
+            env.push(EnvVar::field("NODE_RANK", COMPLETION_INDEX_FIELD));
+        }
+        if results.per_rank && multi_node {
+            env.push(EnvVar::value("TAO_K8S_UPLOAD_PER_RANK", "1"));
+        }
+        env.extend(self.s3_env());
+        let mut upload = self.helper(
+            UPLOAD_CONTAINER,
+            &self.s3_image,
+            sh(UPLOAD_RESULTS_SCRIPT),
+            env,
+        );
+        // A regular container adds to the pod's requests: it gets a small share of what the
+        // action sets (so the pod keeps its QoS class), not a copy of it.
+        for (name, small) in [("cpu", UPLOAD_CPU), ("memory", UPLOAD_MEMORY)] {
+            for quantities in [&mut upload.limits, &mut upload.requests] {
+                if quantities.contains_key(name) {
+                    quantities.insert(name.into(), small.into());
+                }
+            }
+        }
+        upload.limits.remove("ephemeral-storage");
+        upload.requests.remove("ephemeral-storage");
+        upload.env_from_secret = self.s3_secret.clone();
+        upload
+            .volume_mounts
+            .push(VolumeMount::at(WORK_VOLUME, WORK_DIR));
+        let results_dir = &self.staging.results_dir;
+        match &self.staging.results_volume {
+            Some(name) => {
+                let mount = self
+                    .container
+                    .volume_mounts
+                    .iter()
+                    .find(|m| &m.name == name);
+                upload.volume_mounts.extend(mount.map(|m| VolumeMount {
+                    read_only: true,
+                    ..m.clone()
+                }));
+            }
+            None => {
+                self.volumes.push(Volume {
+                    empty_dir: Some(EmptyDir::default()),
+                    ..Volume::named(RESULTS_VOLUME)
+                });
+                self.container
+                    .volume_mounts
+                    .push(VolumeMount::at(RESULTS_VOLUME, results_dir));
+                upload.volume_mounts.push(VolumeMount {
+                    read_only: true,
+                    ..VolumeMount::at(RESULTS_VOLUME, results_dir)
+                });
+            }
+        }
+        self.sidecars.push(upload);
+    }
+
+    /// GPUs (on the action only, after every helper took its resources), the GPU taint
+    /// tolerated, pull Secrets, and the pod itself.
+    fn finish(mut self, labels: &BTreeMap<String, String>) -> Laid {
+        let spec = &self.req.spec;
+        let gpus = spec.resources.gpus_per_node;
+        let mut tolerations = spec.scheduling.tolerations.clone();
+        let gpu_toleration = Toleration {
+            key: Some(GPU_RESOURCE.into()),
+            operator: Some(TolerationOperator::Exists),
+            value: None,
+            effect: Some(TaintEffect::NoSchedule),
+            toleration_seconds: None,
+        };
+        if gpus > 0 {
+            self.container
+                .limits
+                .insert(GPU_RESOURCE.into(), gpus.to_string());
+            if !tolerations.iter().any(|t| tolerates(t, &gpu_toleration)) {
+                tolerations.push(gpu_toleration);
+            }
+        }
+        let image_pull_secrets = match super::ngc_pull_secret(self.req) {
+            Some(name) => vec![name],
+            None => spec.image_pull_secrets.clone(),
+        };
+        let mut containers = vec![self.container];
+        containers.append(&mut self.sidecars);
+        let pod = Pod {
+            labels: labels.clone(),
+            annotations: self.annotations,
+            priority_class_name: spec.scheduling.priority_class_name.clone(),
+            subdomain: (self.req.nodes() > 1).then(|| self.names.service.clone()),
+            node_selector: spec.scheduling.node_selector.clone(),
+            tolerations,
+            image_pull_secrets,
+            init_containers: self.init_containers,
+            containers,
+            volumes: self.volumes,
+        };
+        Laid {
+            pod,
+            service: self.service,
+            job_annotations: self.job_annotations,
+            notes: self.notes,
+        }
+    }
+}
+
+/// `[/bin/sh, -c, <constant script as shipped>]`.
+fn sh(script: &str) -> Vec<String> {
+    vec!["/bin/sh".into(), "-c".into(), pod_script(script)]
+}
+
+/// Native argv that copies an S3 prefix (or one object) into a directory.
+fn s3_copy(uri: &str, dir: &str) -> Vec<String> {
+    let mut argv: Vec<String> = ["aws", "s3", "cp", "--no-progress"]
+        .map(String::from)
+        .to_vec();
+    if uri.ends_with('/') {
+        argv.push("--recursive".into());
+        argv.extend([uri.to_string(), dir.to_string()]);
+    } else {
+        argv.extend([uri.to_string(), format!("{}/", dir.trim_end_matches('/'))]);
+    }
+    argv
+}
+
+/// What TAO's entrypoint (WORLD_SIZE, NUM_GPU_PER_NODE) and torchrun (NNODES,
+/// NPROC_PER_NODE, NODE_RANK, MASTER_ADDR, MASTER_PORT) read, with the rank taken from the
+/// pod's completion index, in the order of [`RENDEZVOUS_ENV`].
+fn rendezvous_env(nodes: u32, gpus: u32, master: &str, port: u16) -> Vec<EnvVar> {
+    let env = vec![
+        EnvVar::value("WORLD_SIZE", nodes.to_string()),
+        EnvVar::value("NUM_GPU_PER_NODE", gpus.to_string()),
+        EnvVar::value("NNODES", nodes.to_string()),
+        EnvVar::value("NPROC_PER_NODE", gpus.to_string()),
+        EnvVar::field("NODE_RANK", COMPLETION_INDEX_FIELD),
+        EnvVar::value("MASTER_ADDR", master),
+        EnvVar::value("MASTER_PORT", port.to_string()),
+        EnvVar::value("TAO_STRICT_MULTINODE", "1"),
+    ];
+    debug_assert!(
+        env.iter()
+            .map(|e| e.name.as_str())
+            .eq(RENDEZVOUS_ENV.iter().copied())
+    );
+    env
+}
+
+/// A constant pod-side script as it is shipped: its documentation comments dropped (they
+/// stay in `scripts/`), so the manifest shows only what runs.
+pub fn pod_script(text: &str) -> String {
+    let body: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
+        .collect();
+    body.join("\n") + "\n"
+}
+
+/// Whether an existing toleration already covers `wanted`.
+fn tolerates(t: &Toleration, wanted: &Toleration) -> bool {
+    let key_ok =
+        t.key.is_none() && t.operator == Some(TolerationOperator::Exists) || t.key == wanted.key;
+    let effect_ok = t.effect.is_none() || t.effect == wanted.effect;
+    let op_ok = t.operator == Some(TolerationOperator::Exists);
+    key_ok && effect_ok && op_ok
+}
+
+/// The container's `command` and `args`, exactly as the spec's table of command modes says,
+/// with producer paths in argv rewritten by the staging map.
+fn command_vector(
+    req: &ActionRequest,
+    staging: &Staging,
+    config: Option<&ConfigMap>,
+) -> (Vec<String>, Vec<String>) {
+    let cmd = &req.spec.command;
+    let split = |argv: Vec<String>| {
+        let mut it = argv.into_iter();
+        (it.next().into_iter().collect(), it.collect())
+    };
+    let argv = staging.argv.clone().unwrap_or_default();
+    if let Some(text) = &cmd.shell {
+        (
+            vec!["/bin/sh".into(), "-c".into(), text.clone()],
+            Vec::new(),
+        )
+    } else if cmd.args.is_some() {
+        split(argv)
+    } else if let (Some(_), Some(cm)) = (&cmd.config, config) {
+        split(
+            argv.iter()
+                .map(|a| a.replace(CONFIG_PATH_TOKEN, &cm.path))
+                .collect(),
+        )
+    } else if let Some(s) = &cmd.script {
+        (
+            vec![s.shell.clone(), "-c".into(), s.text.clone()],
+            Vec::new(),
+        )
+    } else {
+        unreachable!("a checked request has exactly one command mode")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_existing_gpu_toleration_is_not_doubled() {
+        let gpu = |key: Option<&str>, op, effect| Toleration {
+            key: key.map(String::from),
+            operator: Some(op),
+            value: None,
+            effect,
+            toleration_seconds: None,
+        };
+        let wanted = gpu(
+            Some(GPU_RESOURCE),
+            TolerationOperator::Exists,
+            Some(TaintEffect::NoSchedule),
+        );
+        assert!(tolerates(&wanted, &wanted));
+        assert!(tolerates(
+            &gpu(Some(GPU_RESOURCE), TolerationOperator::Exists, None),
+            &wanted
+        ));
+        assert!(
+            tolerates(&gpu(None, TolerationOperator::Exists, None), &wanted),
+            "tolerate everything"
+        );
+        assert!(!tolerates(
+            &gpu(Some(GPU_RESOURCE), TolerationOperator::Equal, None),
+            &wanted
+        ));
+        assert!(!tolerates(
+            &gpu(
+                Some(GPU_RESOURCE),
+                TolerationOperator::Exists,
+                Some(TaintEffect::NoExecute)
+            ),
+            &wanted
+        ));
+        assert!(!tolerates(
+            &gpu(Some("dedicated"), TolerationOperator::Exists, None),
+            &wanted
+        ));
+    }
+
+    #[test]
+    fn pod_scripts_ship_without_comments() {
+        assert_eq!(
+            pod_script("# doc\n\nset -u\n  # inner\necho hi # tail\n"),
+            "set -u\necho hi # tail\n"
+        );
+        assert!(!pod_script(WAIT_SCRIPT).contains("\n#"));
+    }
+}
