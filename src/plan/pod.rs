@@ -572,6 +572,156 @@ fn command_vector(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::{Options, Plan, build};
+
+    /// The Plan of a request: the example's spec with `spec` lines replaced or added.
+    fn plan(spec: &str) -> Plan {
+        let text = format!(
+            "apiVersion: tao-k8s/v1\nkind: ActionRequest\nmetadata: {{name: t}}\nspec:\n  \
+             image: nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt\n  networkArch: dino\n  \
+             action: train\n  resultsDir: /results/run\n{spec}"
+        );
+        let source = crate::source::Source::new("t.yaml", text);
+        let loaded = crate::request::load(&source).unwrap();
+        let (staging, diags) = crate::staging::stage(&loaded.request, &loaded.tree);
+        assert!(diags.is_empty(), "{diags:?}");
+        build(&loaded, &staging, &Options::default()).unwrap()
+    }
+
+    const PVC: &str =
+        "  storage: {mounts: [{name: results, persistentVolumeClaim: r, mountPath: /results}]}\n";
+
+    #[test]
+    fn gpus_go_to_the_action_only_and_the_gpu_taint_is_tolerated_once() {
+        let p = plan(&format!(
+            "  command: {{args: [dino, train]}}\n  resources: {{gpusPerNode: 4, cpu: 8, memory: 64Gi, nodes: 2}}\n{PVC}"
+        ));
+        let pod = &p.job.pod;
+        assert_eq!(
+            pod.containers[0]
+                .limits
+                .get(GPU_RESOURCE)
+                .map(String::as_str),
+            Some("4")
+        );
+        assert_eq!(
+            pod.containers[0].limits,
+            pod.containers[0]
+                .requests
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .chain([(GPU_RESOURCE.to_string(), "4".to_string())])
+                .collect()
+        );
+        for helper in &pod.init_containers {
+            assert!(!helper.limits.contains_key(GPU_RESOURCE), "{}", helper.name);
+            assert_eq!(helper.limits.get("cpu").map(String::as_str), Some("8"));
+        }
+        let gpu = pod
+            .tolerations
+            .iter()
+            .filter(|t| t.key.as_deref() == Some(GPU_RESOURCE));
+        assert_eq!(gpu.count(), 1);
+    }
+
+    #[test]
+    fn multi_node_adds_the_wait_the_service_and_the_rendezvous_env_first() {
+        let p = plan(&format!(
+            "  command: {{args: [dino, train]}}\n  resources: {{gpusPerNode: 8, nodes: 3, memory: 64Gi}}\n  env: {{A: b}}\n{PVC}"
+        ));
+        let pod = &p.job.pod;
+        let names: Vec<&str> = pod
+            .init_containers
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(names, [WAIT_CONTAINER]);
+        let env: Vec<&str> = pod.containers[0]
+            .env
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(env[..RENDEZVOUS_ENV.len()], *RENDEZVOUS_ENV);
+        assert_eq!(env[RENDEZVOUS_ENV.len()..], ["A"]);
+        let master = &pod.containers[0].env[5];
+        assert_eq!(master.value.as_deref(), Some("t-0.t"));
+        assert_eq!(pod.subdomain.as_deref(), Some("t"));
+        let service = p.service.as_ref().unwrap();
+        assert_eq!(
+            (service.name.as_str(), service.port),
+            ("t", DEFAULT_RENDEZVOUS_PORT)
+        );
+        assert_eq!(
+            p.job
+                .annotations
+                .get(MIN_KUBE_ANNOTATION)
+                .map(String::as_str),
+            Some("1.28")
+        );
+        let shm = pod.volumes.iter().find(|v| v.name == SHM_VOLUME).unwrap();
+        assert_eq!(
+            shm.empty_dir.as_ref().unwrap().medium.as_deref(),
+            Some("Memory")
+        );
+        assert_eq!(p.job.indexed.as_ref().map(|i| i.completions), Some(3));
+    }
+
+    #[test]
+    fn tier_c_fetches_then_wraps_the_action_and_uploads() {
+        let p = plan(
+            "  command: {args: [dino, train]}\n  resources: {gpusPerNode: 1, cpu: 4, memory: 8Gi}\n  \
+             storage:\n    s3:\n      inputs: [{uri: \"s3://bucket/coco/\", path: /data}]\n      \
+             results: {uri: \"s3://bucket/runs/\"}\n",
+        );
+        let pod = &p.job.pod;
+        let init: Vec<&str> = pod
+            .init_containers
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(init, ["fetch-0"]);
+        assert_eq!(
+            pod.init_containers[0].command[..4],
+            ["aws", "s3", "cp", "--no-progress"]
+        );
+        let names: Vec<&str> = pod.containers.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, [MAIN_CONTAINER, UPLOAD_CONTAINER]);
+        let action = &pod.containers[0].command;
+        assert_eq!(
+            (action[0].as_str(), action[3].as_str(), action[4].as_str()),
+            ("/bin/sh", "tao-k8s-run", "dino")
+        );
+        let upload = &pod.containers[1];
+        assert_eq!(
+            upload.limits.get("cpu").map(String::as_str),
+            Some(UPLOAD_CPU)
+        );
+        assert_eq!(upload.env_from_secret.as_deref(), Some("t-creds"));
+        let volumes: Vec<&str> = pod.volumes.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(volumes, ["tao-k8s-input-0", WORK_VOLUME, RESULTS_VOLUME]);
+        assert!(
+            p.notes.iter().any(|n| n.starts_with("tier C")),
+            "{:?}",
+            p.notes
+        );
+    }
+
+    #[test]
+    fn a_config_spec_is_checked_by_an_init_container_before_anything_else() {
+        let p = plan(&format!(
+            "  command: {{config: {{argv: [dino, train, -e, \"{{config_path}}\"], specInline: {{a: 1}}}}}}\n  \
+             resources: {{gpusPerNode: 1}}\n{PVC}"
+        ));
+        let pod = &p.job.pod;
+        assert_eq!(pod.init_containers[0].name, STAGE_CONFIG_CONTAINER);
+        let cm = p.config_map.as_ref().unwrap();
+        assert_eq!(pod.containers[0].args, ["train", "-e", &cm.path]);
+        assert_eq!(
+            pod.annotations.get("tao-k8s.io/config-sha256"),
+            Some(&cm.sha256)
+        );
+        assert_eq!(cm.data, "a: 1\n");
+    }
 
     #[test]
     fn an_existing_gpu_toleration_is_not_doubled() {
