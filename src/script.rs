@@ -61,7 +61,7 @@ impl ScriptPlan {
             .pod
             .volumes
             .iter()
-            .filter_map(|v| v.persistent_volume_claim.clone())
+            .filter_map(|v| v.claim().map(String::from))
             .collect();
         pvcs.dedup();
         let (mut required, mut optional) = (Vec::new(), Vec::new());

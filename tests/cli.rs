@@ -267,8 +267,8 @@ fn render_with_job_template(edit: impl Fn(&str) -> String) -> std::process::Outp
 fn a_template_author_mistake_names_the_template_and_prints_nothing() {
     let out = render_with_job_template(|t| {
         t.replace(
-            "restartPolicy: Never",
-            "restartPolicy: Never\n      restartPolicyy: Never",
+            "restartPolicy: {{ job.pod.restartPolicy }}",
+            "restartPolicy: {{ job.pod.restartPolicy }}\n      restartPolicyy: Never",
         )
     });
     assert_eq!(out.status.code(), Some(1));
@@ -290,8 +290,8 @@ fn a_template_author_mistake_names_the_template_and_prints_nothing() {
 fn a_template_override_is_used() {
     let out = render_with_job_template(|t| {
         t.replace(
-            "restartPolicy: Never",
-            "restartPolicy: Never\n      enableServiceLinks: false",
+            "restartPolicy: {{ job.pod.restartPolicy }}",
+            "restartPolicy: {{ job.pod.restartPolicy }}\n      enableServiceLinks: false",
         )
     });
     assert_eq!(

@@ -3,7 +3,8 @@
 //! digests, and shipped as a ConfigMap the pod mounts read-only.
 
 use super::{
-    CONFIG_DIGEST, CONFIG_DIR, CONFIG_FILE, ConfigMap, MAX_CONFIG_BYTES, OPTION, Options, WORK_DIR,
+    CONFIG_DIGEST, CONFIG_DIR, CONFIG_FILE, CONFIG_SHA256_ANNOTATION, ConfigMap, MAX_CONFIG_BYTES,
+    OPTION, Options, WORK_DIR,
 };
 use crate::diag::Diagnostic;
 use crate::names::Names;
@@ -117,6 +118,8 @@ pub(super) fn config_map(
     });
     let cm = ConfigMap {
         name: names.config_map.clone(),
+        annotations: [(CONFIG_SHA256_ANNOTATION.to_string(), sha256.clone())].into(),
+        immutable: true,
         key: CONFIG_FILE.into(),
         data,
         sha256,

@@ -41,6 +41,10 @@ pub const WAIT_SCRIPT: &str = include_str!("../../scripts/wait-for-rendezvous.sh
 /// The downward-API path of an Indexed Job pod's completion index.
 pub const COMPLETION_INDEX_FIELD: &str =
     "metadata.annotations['batch.kubernetes.io/job-completion-index']";
+/// The label the Job controller puts on a Job's pods.
+pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
+/// The annotations of the staged spec's digest (on the ConfigMap and the pod).
+pub const CONFIG_SHA256_ANNOTATION: &str = "tao-k8s.io/config-sha256";
 /// The annotation the driver script checks against the server's version.
 pub const MIN_KUBE_ANNOTATION: &str = "tao-k8s.io/min-kube-version";
 
@@ -229,7 +233,10 @@ pub struct Job {
 
 /// Completions and parallelism of an Indexed Job: one pod per node, all at once.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Indexed {
+    /// Always `Indexed`: each pod gets its completion index (its rank).
+    pub completion_mode: &'static str,
     pub completions: u32,
     pub parallelism: u32,
 }
@@ -240,7 +247,16 @@ pub struct Indexed {
 pub struct Service {
     pub name: String,
     pub annotations: BTreeMap<String, String>,
+    /// `None`: headless, so each pod gets a DNS name of its own.
+    #[serde(rename = "clusterIP")]
+    pub cluster_ip: &'static str,
+    /// Pods with initContainers are not Ready while they wait for the rendezvous, and no DNS
+    /// record exists for unready pods otherwise.
+    pub publish_not_ready_addresses: bool,
+    /// The Job's pods, by the label the Job controller sets.
+    pub selector: BTreeMap<String, String>,
     pub port_name: String,
+    pub protocol: &'static str,
     pub port: u16,
 }
 
@@ -250,6 +266,8 @@ pub struct Service {
 pub struct Pod {
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
+    /// `Never`: a failed action is not blindly restarted in place (`backoffLimit` decides).
+    pub restart_policy: &'static str,
     pub priority_class_name: Option<String>,
     /// The headless Service's name, so that pods get `<hostname>.<subdomain>` DNS names.
     pub subdomain: Option<String>,
@@ -277,15 +295,28 @@ pub struct Container {
     pub volume_mounts: Vec<VolumeMount>,
 }
 
-/// An environment variable: a plain value, or a field of the pod (downward API).
+/// An environment variable and where its value comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
 pub struct EnvVar {
     pub name: String,
-    pub value: Option<String>,
-    pub field_path: Option<String>,
-    /// `valueFrom.secretKeyRef`, optional: a key of the credentials Secret that may be absent.
-    pub secret_key: Option<SecretKey>,
+    pub from: EnvSource,
+}
+
+/// Where an environment variable's value comes from: `{"kind": "value", "value": ...}` in the
+/// template context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum EnvSource {
+    /// A plain value.
+    Value { value: String },
+    /// A field of the pod, through the downward API.
+    Field { field_path: String },
+    /// `valueFrom.secretKeyRef`: a key of a Secret, perhaps optional.
+    SecretKey { secret_key: SecretKey },
 }
 
 /// An optional key of a Secret.
@@ -301,18 +332,35 @@ impl EnvVar {
     pub fn value(name: &str, value: impl Into<String>) -> EnvVar {
         EnvVar {
             name: name.into(),
-            value: Some(value.into()),
-            field_path: None,
-            secret_key: None,
+            from: EnvSource::Value {
+                value: value.into(),
+            },
         }
     }
 
     /// A field of the pod, through the downward API.
     pub fn field(name: &str, path: &str) -> EnvVar {
         EnvVar {
-            value: None,
-            field_path: Some(path.into()),
-            ..EnvVar::value(name, "")
+            name: name.into(),
+            from: EnvSource::Field {
+                field_path: path.into(),
+            },
+        }
+    }
+
+    /// A key of a Secret.
+    pub fn secret_key(name: &str, secret_key: SecretKey) -> EnvVar {
+        EnvVar {
+            name: name.into(),
+            from: EnvSource::SecretKey { secret_key },
+        }
+    }
+
+    /// The plain value, if it is one.
+    pub fn plain(&self) -> Option<&str> {
+        match &self.from {
+            EnvSource::Value { value } => Some(value),
+            _ => None,
         }
     }
 }
@@ -327,16 +375,28 @@ pub struct VolumeMount {
     pub read_only: bool,
 }
 
-/// A pod volume: exactly one source is set.
+/// A pod volume and its one source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Volume {
     pub name: String,
-    pub persistent_volume_claim: Option<String>,
-    pub nfs: Option<crate::request::Nfs>,
-    pub config_map: Option<String>,
-    pub empty_dir: Option<EmptyDir>,
+    pub source: VolumeSource,
     pub read_only: bool,
+}
+
+/// What a volume holds: `{"kind": "persistentVolumeClaim", "claimName": ...}` in the template
+/// context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum VolumeSource {
+    PersistentVolumeClaim { claim_name: String },
+    Nfs { server: String, path: String },
+    ConfigMap { name: String },
+    EmptyDir { empty_dir: EmptyDir },
 }
 
 /// An emptyDir volume.
@@ -354,6 +414,9 @@ pub struct EmptyDir {
 #[serde(rename_all = "camelCase")]
 pub struct ConfigMap {
     pub name: String,
+    pub annotations: BTreeMap<String, String>,
+    /// Immutable: the pod checks the digest it was rendered with.
+    pub immutable: bool,
     pub key: String,
     /// The materialised spec, bytes unchanged.
     pub data: String,
@@ -396,9 +459,16 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
             (None, staging.map.clone())
         }
     };
-    if !errors.is_empty() {
-        return Err(errors);
+    let mode = spec.command.mode();
+    if mode.is_none() {
+        errors.push(Diagnostic::error(
+            crate::codes::COMMAND_MODE,
+            "`spec.command` needs exactly one mode: the request was not checked",
+        ));
     }
+    let (Some(mode), true) = (mode, errors.is_empty()) else {
+        return Err(errors);
+    };
 
     let labels = labels(req, &names);
     let mut notes = Vec::new();
@@ -411,7 +481,7 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
         notes
             .push("gpusPerNode is 0: a lifecycle-only Job, GPU scheduling was not verified".into());
     }
-    let laid = pod::lay_out(req, staging, &names, config_map.as_ref(), &labels);
+    let laid = pod::lay_out(req, mode, staging, &names, config_map.as_ref(), &labels);
     job_annotations.extend(laid.job_annotations);
     notes.extend(laid.notes);
 
@@ -431,6 +501,7 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
             active_deadline_seconds: spec.active_deadline_seconds.filter(|&s| s > 0),
             suspend: queue.is_some(),
             indexed: (nodes > 1).then_some(Indexed {
+                completion_mode: "Indexed",
                 completions: nodes,
                 parallelism: nodes,
             }),
@@ -475,15 +546,25 @@ impl VolumeMount {
 }
 
 impl Volume {
-    /// A volume with a name and no source yet.
-    fn named(name: &str) -> Volume {
+    /// A writable volume.
+    fn of(name: &str, source: VolumeSource) -> Volume {
         Volume {
             name: name.into(),
-            persistent_volume_claim: None,
-            nfs: None,
-            config_map: None,
-            empty_dir: None,
+            source,
             read_only: false,
+        }
+    }
+
+    /// A writable emptyDir.
+    fn empty(name: &str, empty_dir: EmptyDir) -> Volume {
+        Volume::of(name, VolumeSource::EmptyDir { empty_dir })
+    }
+
+    /// The claim of a PVC volume.
+    pub fn claim(&self) -> Option<&str> {
+        match &self.source {
+            VolumeSource::PersistentVolumeClaim { claim_name } => Some(claim_name),
+            _ => None,
         }
     }
 }

@@ -4,16 +4,18 @@
 //! mounts, init containers and annotations in the order the manifests show them.
 
 use super::{
-    COMPLETION_INDEX_FIELD, CONFIG_DIR, CONFIG_FILE, CONFIG_VOLUME, ConfigMap, Container,
-    DEFAULT_RENDEZVOUS_PORT, DEFAULT_RENDEZVOUS_TIMEOUT, DEFAULT_S3_IMAGE, EmptyDir, EnvVar,
-    GPU_RESOURCE, KubeVersion, MAIN_CONTAINER, MIN_KUBE_ANNOTATION, Pod, RENDEZVOUS_PORT_NAME,
-    RESULTS_VOLUME, RUN_ACTION_SCRIPT, SHM_VOLUME, STAGE_CONFIG_CONTAINER, SecretKey, Service,
-    UPLOAD_CONTAINER, UPLOAD_CPU, UPLOAD_MEMORY, UPLOAD_RESULTS_SCRIPT, VERIFY_CONFIG_SCRIPT,
-    Volume, VolumeMount, WAIT_CONTAINER, WAIT_SCRIPT, WORK_DIR, WORK_VOLUME,
+    COMPLETION_INDEX_FIELD, CONFIG_DIR, CONFIG_FILE, CONFIG_SHA256_ANNOTATION, CONFIG_VOLUME,
+    ConfigMap, Container, DEFAULT_RENDEZVOUS_PORT, DEFAULT_RENDEZVOUS_TIMEOUT, DEFAULT_S3_IMAGE,
+    EmptyDir, EnvVar, GPU_RESOURCE, JOB_NAME_LABEL, KubeVersion, MAIN_CONTAINER,
+    MIN_KUBE_ANNOTATION, Pod, RENDEZVOUS_PORT_NAME, RESULTS_VOLUME, RUN_ACTION_SCRIPT, SHM_VOLUME,
+    STAGE_CONFIG_CONTAINER, SecretKey, Service, UPLOAD_CONTAINER, UPLOAD_CPU, UPLOAD_MEMORY,
+    UPLOAD_RESULTS_SCRIPT, VERIFY_CONFIG_SCRIPT, Volume, VolumeMount, VolumeSource, WAIT_CONTAINER,
+    WAIT_SCRIPT, WORK_DIR, WORK_VOLUME,
 };
 use crate::names::{self, Names};
 use crate::request::{
-    ActionRequest, CONFIG_PATH_TOKEN, RENDEZVOUS_ENV, TaintEffect, Toleration, TolerationOperator,
+    ActionRequest, CONFIG_PATH_TOKEN, CommandMode, RENDEZVOUS_ENV, TaintEffect, Toleration,
+    TolerationOperator,
 };
 use crate::staging::{Source, Staging};
 use std::collections::BTreeMap;
@@ -49,12 +51,13 @@ struct Layout<'a> {
 /// Lay out the pod of a checked request.
 pub(super) fn lay_out(
     req: &ActionRequest,
+    mode: CommandMode,
     staging: &Staging,
     names: &Names,
     config: Option<&ConfigMap>,
     labels: &BTreeMap<String, String>,
 ) -> Laid {
-    let mut layout = Layout::new(req, staging, names, config);
+    let mut layout = Layout::new(req, mode, staging, names, config);
     layout.staged_volumes();
     layout.config(config);
     layout.shm();
@@ -73,6 +76,7 @@ impl<'a> Layout<'a> {
     /// The action's container: its command vector and resources.
     fn new(
         req: &'a ActionRequest,
+        mode: CommandMode,
         staging: &'a Staging,
         names: &'a Names,
         config: Option<&ConfigMap>,
@@ -89,7 +93,7 @@ impl<'a> Layout<'a> {
             requests: BTreeMap::new(),
             volume_mounts: Vec::new(),
         };
-        (container.command, container.args) = command_vector(req, staging, config);
+        (container.command, container.args) = command_vector(mode, staging, config);
         // Requests equal limits: a training pod gets the Guaranteed QoS class (evicted last).
         for (name, q) in [
             ("cpu", &spec.resources.cpu),
@@ -143,14 +147,13 @@ impl<'a> Layout<'a> {
     fn s3_env(&self) -> Vec<EnvVar> {
         self.s3_secret
             .iter()
-            .map(|secret| EnvVar {
-                secret_key: Some(SecretKey {
+            .map(|secret| {
+                let key = SecretKey {
                     name: secret.clone(),
                     key: "S3_ENDPOINT_URL".into(),
                     optional: true,
-                }),
-                value: None,
-                ..EnvVar::value("AWS_ENDPOINT_URL", "")
+                };
+                EnvVar::secret_key("AWS_ENDPOINT_URL", key)
             })
             .collect()
     }
@@ -163,9 +166,8 @@ impl<'a> Layout<'a> {
                     claim_name,
                     sub_path,
                 } => (
-                    Volume {
-                        persistent_volume_claim: Some(claim_name.clone()),
-                        ..Volume::named(&v.name)
+                    VolumeSource::PersistentVolumeClaim {
+                        claim_name: claim_name.clone(),
                     },
                     sub_path.clone(),
                 ),
@@ -174,12 +176,9 @@ impl<'a> Layout<'a> {
                     path,
                     sub_path,
                 } => (
-                    Volume {
-                        nfs: Some(crate::request::Nfs {
-                            server: server.clone(),
-                            path: path.clone(),
-                        }),
-                        ..Volume::named(&v.name)
+                    VolumeSource::Nfs {
+                        server: server.clone(),
+                        path: path.clone(),
                     },
                     sub_path.clone(),
                 ),
@@ -196,23 +195,18 @@ impl<'a> Layout<'a> {
                         .volume_mounts
                         .push(VolumeMount::at(&v.name, &v.mount_path));
                     self.init_containers.push(fetch);
-                    let empty = EmptyDir {
+                    let empty_dir = EmptyDir {
                         medium: None,
                         size_limit: v.size_limit.clone(),
                     };
-                    (
-                        Volume {
-                            empty_dir: Some(empty),
-                            ..Volume::named(&v.name)
-                        },
-                        None,
-                    )
+                    (VolumeSource::EmptyDir { empty_dir }, None)
                 }
                 Source::EmptyDir => continue,
             };
             self.volumes.push(Volume {
+                name: v.name.clone(),
+                source: volume,
                 read_only: v.read_only,
-                ..volume
             });
             self.container.volume_mounts.push(VolumeMount {
                 name: v.name.clone(),
@@ -246,19 +240,21 @@ impl<'a> Layout<'a> {
             .as_ref()
             .is_some_and(|s| s.results.is_some());
         if (config.is_some() && multi_node) || uploads {
-            self.volumes.push(Volume {
-                empty_dir: Some(EmptyDir::default()),
-                ..Volume::named(WORK_VOLUME)
-            });
+            self.volumes
+                .push(Volume::empty(WORK_VOLUME, EmptyDir::default()));
             self.container
                 .volume_mounts
                 .push(VolumeMount::at(WORK_VOLUME, WORK_DIR));
         }
         let Some(cm) = config else { return };
         self.volumes.push(Volume {
-            config_map: Some(cm.name.clone()),
             read_only: true,
-            ..Volume::named(CONFIG_VOLUME)
+            ..Volume::of(
+                CONFIG_VOLUME,
+                VolumeSource::ConfigMap {
+                    name: cm.name.clone(),
+                },
+            )
         });
         let config_mount = VolumeMount {
             read_only: true,
@@ -266,7 +262,7 @@ impl<'a> Layout<'a> {
         };
         self.container.volume_mounts.push(config_mount.clone());
         self.annotations
-            .insert("tao-k8s.io/config-sha256".into(), cm.sha256.clone());
+            .insert(CONFIG_SHA256_ANNOTATION.into(), cm.sha256.clone());
         // The pod checks what it received; TAO's multi-node entrypoint rewrites its spec in
         // place, so multi-node gets a writable copy made after the check.
         let mut env = vec![
@@ -296,13 +292,11 @@ impl<'a> Layout<'a> {
         let Some(size) = self.req.shm_size() else {
             return;
         };
-        self.volumes.push(Volume {
-            empty_dir: Some(EmptyDir {
-                medium: Some("Memory".into()),
-                size_limit: Some(size.to_string()),
-            }),
-            ..Volume::named(SHM_VOLUME)
-        });
+        let memory = EmptyDir {
+            medium: Some("Memory".into()),
+            size_limit: Some(size.to_string()),
+        };
+        self.volumes.push(Volume::empty(SHM_VOLUME, memory));
         self.container
             .volume_mounts
             .push(VolumeMount::at(SHM_VOLUME, "/dev/shm"));
@@ -339,7 +333,11 @@ impl<'a> Layout<'a> {
         self.service = Some(Service {
             name: names.service.clone(),
             annotations: BTreeMap::from([(MIN_KUBE_ANNOTATION.to_string(), min)]),
+            cluster_ip: "None",
+            publish_not_ready_addresses: true,
+            selector: BTreeMap::from([(JOB_NAME_LABEL.to_string(), names.job.clone())]),
             port_name: RENDEZVOUS_PORT_NAME.into(),
+            protocol: "TCP",
             port,
         });
     }
@@ -409,10 +407,8 @@ impl<'a> Layout<'a> {
                 }));
             }
             None => {
-                self.volumes.push(Volume {
-                    empty_dir: Some(EmptyDir::default()),
-                    ..Volume::named(RESULTS_VOLUME)
-                });
+                self.volumes
+                    .push(Volume::empty(RESULTS_VOLUME, EmptyDir::default()));
                 self.container
                     .volume_mounts
                     .push(VolumeMount::at(RESULTS_VOLUME, results_dir));
@@ -455,6 +451,7 @@ impl<'a> Layout<'a> {
         let pod = Pod {
             labels: labels.clone(),
             annotations: self.annotations,
+            restart_policy: "Never",
             priority_class_name: spec.scheduling.priority_class_name.clone(),
             subdomain: (self.req.nodes() > 1).then(|| self.names.service.clone()),
             node_selector: spec.scheduling.node_selector.clone(),
@@ -536,36 +533,34 @@ fn tolerates(t: &Toleration, wanted: &Toleration) -> bool {
 /// The container's `command` and `args`, exactly as the spec's table of command modes says,
 /// with producer paths in argv rewritten by the staging map.
 fn command_vector(
-    req: &ActionRequest,
+    mode: CommandMode,
     staging: &Staging,
     config: Option<&ConfigMap>,
 ) -> (Vec<String>, Vec<String>) {
-    let cmd = &req.spec.command;
     let split = |argv: Vec<String>| {
         let mut it = argv.into_iter();
         (it.next().into_iter().collect(), it.collect())
     };
+    // `args` and `config.argv`, rewritten by the staging map.
     let argv = staging.argv.clone().unwrap_or_default();
-    if let Some(text) = &cmd.shell {
-        (
-            vec!["/bin/sh".into(), "-c".into(), text.clone()],
+    match mode {
+        CommandMode::Shell(text) => (
+            vec!["/bin/sh".into(), "-c".into(), text.to_string()],
             Vec::new(),
-        )
-    } else if cmd.args.is_some() {
-        split(argv)
-    } else if let (Some(_), Some(cm)) = (&cmd.config, config) {
-        split(
-            argv.iter()
-                .map(|a| a.replace(CONFIG_PATH_TOKEN, &cm.path))
-                .collect(),
-        )
-    } else if let Some(s) = &cmd.script {
-        (
+        ),
+        CommandMode::Args(_) => split(argv),
+        CommandMode::Config(_) => {
+            let path = config.map_or("", |cm| cm.path.as_str());
+            split(
+                argv.iter()
+                    .map(|a| a.replace(CONFIG_PATH_TOKEN, path))
+                    .collect(),
+            )
+        }
+        CommandMode::Script(s) => (
             vec![s.shell.clone(), "-c".into(), s.text.clone()],
             Vec::new(),
-        )
-    } else {
-        unreachable!("a checked request has exactly one command mode")
+        ),
     }
 }
 
@@ -644,7 +639,7 @@ mod tests {
         assert_eq!(env[..RENDEZVOUS_ENV.len()], *RENDEZVOUS_ENV);
         assert_eq!(env[RENDEZVOUS_ENV.len()..], ["A"]);
         let master = &pod.containers[0].env[5];
-        assert_eq!(master.value.as_deref(), Some("t-0.t"));
+        assert_eq!(master.plain(), Some("t-0.t"));
         assert_eq!(pod.subdomain.as_deref(), Some("t"));
         let service = p.service.as_ref().unwrap();
         assert_eq!(
@@ -659,10 +654,10 @@ mod tests {
             Some("1.28")
         );
         let shm = pod.volumes.iter().find(|v| v.name == SHM_VOLUME).unwrap();
-        assert_eq!(
-            shm.empty_dir.as_ref().unwrap().medium.as_deref(),
-            Some("Memory")
-        );
+        let VolumeSource::EmptyDir { empty_dir } = &shm.source else {
+            panic!("{shm:?}")
+        };
+        assert_eq!(empty_dir.medium.as_deref(), Some("Memory"));
         assert_eq!(p.job.indexed.as_ref().map(|i| i.completions), Some(3));
     }
 

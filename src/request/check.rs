@@ -195,15 +195,7 @@ pub(super) fn check(req: &ActionRequest, tree: &Node) -> Vec<Diagnostic> {
 
 fn command(c: &mut Checker, req: &ActionRequest) {
     let cmd = &req.spec.command;
-    let modes: Vec<&str> = [
-        ("shell", cmd.shell.is_some()),
-        ("args", cmd.args.is_some()),
-        ("config", cmd.config.is_some()),
-        ("script", cmd.script.is_some()),
-    ]
-    .into_iter()
-    .filter_map(|(m, set)| set.then_some(m))
-    .collect();
+    let modes: Vec<&str> = cmd.modes().iter().map(|m| m.name()).collect();
     let help = Some("give exactly one of `shell`, `args`, `config` or `script`".to_string());
     match modes.len() {
         0 => c.error(

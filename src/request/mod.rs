@@ -133,6 +133,49 @@ pub struct Command {
     pub script: Option<ScriptCommand>,
 }
 
+/// The command mode of a request, as a sum: a checked request has exactly one.
+#[derive(Debug, Clone, Copy)]
+pub enum CommandMode<'a> {
+    Shell(&'a str),
+    Args(&'a [String]),
+    Config(&'a ConfigCommand),
+    Script(&'a ScriptCommand),
+}
+
+impl CommandMode<'_> {
+    /// The mode's key in `spec.command`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CommandMode::Shell(_) => "shell",
+            CommandMode::Args(_) => "args",
+            CommandMode::Config(_) => "config",
+            CommandMode::Script(_) => "script",
+        }
+    }
+}
+
+impl Command {
+    /// Every mode given, in the order of the spec's table.
+    pub fn modes(&self) -> Vec<CommandMode<'_>> {
+        let shell = self.shell.as_deref().map(CommandMode::Shell);
+        let args = self.args.as_deref().map(CommandMode::Args);
+        let config = self.config.as_ref().map(CommandMode::Config);
+        let script = self.script.as_ref().map(CommandMode::Script);
+        [shell, args, config, script]
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// The one mode of a checked request; `None` when there is not exactly one.
+    pub fn mode(&self) -> Option<CommandMode<'_>> {
+        match self.modes()[..] {
+            [mode] => Some(mode),
+            _ => None,
+        }
+    }
+}
+
 /// Config mode: a spec file staged read-only and passed by path.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
