@@ -113,8 +113,7 @@ pub fn compile(data: &[u8]) {
             for d in &compiled.warnings {
                 check_diagnostic(&source, &shown, d);
             }
-            let loaded = request::load(&source).expect("a compiled request loads");
-            let plan = tao_k8s::script::ScriptPlan::new(&loaded.request, &compiled.plan);
+            let plan = tao_k8s::script::ScriptPlan::new(&compiled.plan);
             tao_k8s::render::render_script(&plan, Templates::embedded())
                 .expect("the driver script of a compiled request renders");
             let probe = Options {

@@ -95,7 +95,7 @@ pub fn bundle(source: &Source, opts: &Options, templates: &Templates) -> Result<
     } else {
         None
     };
-    let script = crate::script::ScriptPlan::new(&loaded.request, &job.plan);
+    let script = crate::script::ScriptPlan::new(&job.plan);
     Ok(Bundle { job, probe, script })
 }
 

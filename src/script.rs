@@ -3,17 +3,9 @@
 //! the manifest Plan and written into the script as quoted constants, and the one function that
 //! quotes a value for the shell. The script itself is `templates/driver.sh.j2`.
 
-use crate::plan::{KubeVersion, Plan};
-use crate::request::{ActionRequest, Tier};
+use crate::plan::Plan;
+pub use crate::plan::S3_KEYS;
 use serde::Serialize;
-
-/// The credential keys of S3 access, as the pod reads them from the Secret.
-pub const S3_KEYS: &[&str] = &[
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "S3_BUCKET_NAME",
-    "S3_ENDPOINT_URL",
-];
 
 /// What `job.sh` knows about its job.
 #[derive(Debug, Clone, Serialize)]
@@ -53,25 +45,9 @@ pub struct ScriptPlan {
 }
 
 impl ScriptPlan {
-    /// The script's constants for a compiled request.
-    pub fn new(req: &ActionRequest, plan: &Plan) -> ScriptPlan {
-        let spec = &req.spec;
-        let mut pvcs: Vec<String> = plan
-            .job
-            .pod
-            .volumes
-            .iter()
-            .filter_map(|v| v.claim().map(String::from))
-            .collect();
-        pvcs.dedup();
-        let (mut required, mut optional) = (Vec::new(), Vec::new());
-        if plan.credentials_secret.is_some() {
-            if req.needs_s3_credentials() {
-                required.extend(S3_KEYS[..2].iter().map(|k| k.to_string()));
-                optional.extend(S3_KEYS[2..].iter().map(|k| k.to_string()));
-            }
-            required.extend(spec.credentials.extra.iter().cloned());
-        }
+    /// The script's constants, from the Plan alone.
+    pub fn new(plan: &Plan) -> ScriptPlan {
+        let run = &plan.run;
         ScriptPlan {
             version: env!("CARGO_PKG_VERSION").into(),
             job: plan.names.job.clone(),
@@ -88,39 +64,28 @@ impl ScriptPlan {
             secret: plan.credentials_secret.clone().unwrap_or_default(),
             pull_secret: plan.ngc_pull_secret.clone().unwrap_or_default(),
             namespace: plan.namespace.clone(),
-            nodes: req.nodes(),
-            gpus_per_node: spec.resources.gpus_per_node,
-            node_selector: spec
-                .scheduling
+            nodes: run.nodes,
+            gpus_per_node: run.gpus_per_node,
+            node_selector: plan
+                .job
+                .pod
                 .node_selector
                 .iter()
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect(),
-            pvcs,
-            image_pull_secrets: spec.image_pull_secrets.clone(),
-            required_keys: required,
-            optional_keys: optional,
-            min_kube: if req.nodes() > 1 {
-                KubeVersion::MULTI_NODE.to_string()
-            } else {
-                String::new()
-            },
-            queue: spec.scheduling.queue_name.clone().unwrap_or_default(),
-            image: spec.image.clone(),
-            network_arch: spec.network_arch.clone(),
-            action: spec.action.clone(),
-            tier: match req.tier() {
-                Tier::A => "A".into(),
-                Tier::C => "C".into(),
-            },
-            results_dir: spec.results_dir.clone(),
+            pvcs: run.pvcs.clone(),
+            image_pull_secrets: run.image_pull_secrets.clone(),
+            required_keys: run.required_keys.clone(),
+            optional_keys: run.optional_keys.clone(),
+            min_kube: run.min_kube.clone().unwrap_or_default(),
+            queue: run.queue.clone().unwrap_or_default(),
+            image: run.image.clone(),
+            network_arch: run.network_arch.clone(),
+            action: run.action.clone(),
+            tier: run.tier.into(),
+            results_dir: run.results_dir.clone(),
             main_container: crate::plan::MAIN_CONTAINER.into(),
-            probe_job: crate::names::Names::derive(
-                &crate::plan::probe_name(&req.metadata.name),
-                2,
-                None,
-            )
-            .job,
+            probe_job: run.probe_job.clone().unwrap_or_default(),
             tao_k8s_bin: String::new(),
         }
     }

@@ -213,6 +213,85 @@ pub struct Plan {
     /// Things the user should know that are not problems (printed as notes).
     #[serde(skip)]
     pub notes: Vec<String>,
+    /// What the driver script checks and records about the run.
+    pub run: Run,
+}
+
+/// The credential keys of S3 access, as the pod reads them from the Secret: the first two
+/// are required.
+pub const S3_KEYS: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "S3_BUCKET_NAME",
+    "S3_ENDPOINT_URL",
+];
+
+/// What the driver script gates on and records, decided with the objects.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Run {
+    pub nodes: u32,
+    pub gpus_per_node: u32,
+    /// Existing pull Secrets the request names (the script checks they exist).
+    pub image_pull_secrets: Vec<String>,
+    /// PersistentVolumeClaims the pod mounts (the script checks they are Bound).
+    pub pvcs: Vec<String>,
+    /// Keys the credentials Secret must hold, and those it holds when they are set.
+    pub required_keys: Vec<String>,
+    pub optional_keys: Vec<String>,
+    /// The oldest server the objects run on, when it matters (multi-node).
+    pub min_kube: Option<String>,
+    /// The Kueue LocalQueue that admits the Job.
+    pub queue: Option<String>,
+    pub image: String,
+    pub network_arch: String,
+    pub action: String,
+    /// The storage tier, `A` or `C`.
+    pub tier: &'static str,
+    pub results_dir: String,
+    /// The NCCL probe's Job, for multi-node jobs with GPUs.
+    pub probe_job: Option<String>,
+}
+
+/// The run facts of a request whose objects are laid out in `pod`.
+fn run(req: &ActionRequest, pod: &Pod) -> Run {
+    let spec = &req.spec;
+    let (mut required, mut optional) = (Vec::new(), Vec::new());
+    if req.needs_credentials() {
+        if req.needs_s3_credentials() {
+            required.extend(S3_KEYS[..2].iter().map(|k| k.to_string()));
+            optional.extend(S3_KEYS[2..].iter().map(|k| k.to_string()));
+        }
+        required.extend(spec.credentials.extra.iter().cloned());
+    }
+    let mut pvcs: Vec<String> = pod
+        .volumes
+        .iter()
+        .filter_map(|v| v.claim().map(String::from))
+        .collect();
+    pvcs.dedup();
+    let nodes = req.nodes();
+    let gpus = spec.resources.gpus_per_node;
+    Run {
+        nodes,
+        gpus_per_node: gpus,
+        image_pull_secrets: spec.image_pull_secrets.clone(),
+        pvcs,
+        required_keys: required,
+        optional_keys: optional,
+        min_kube: (nodes > 1).then(|| KubeVersion::MULTI_NODE.to_string()),
+        queue: spec.scheduling.queue_name.clone(),
+        image: spec.image.clone(),
+        network_arch: spec.network_arch.clone(),
+        action: spec.action.clone(),
+        tier: match req.tier() {
+            crate::request::Tier::A => "A",
+            crate::request::Tier::C => "C",
+        },
+        results_dir: spec.results_dir.clone(),
+        probe_job: (nodes > 1 && gpus > 0)
+            .then(|| Names::derive(&probe_name(&req.metadata.name), 2, None).job),
+    }
 }
 
 /// The batch/v1 Job.
@@ -491,6 +570,7 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
         job_labels.insert("kueue.x-k8s.io/queue-name".into(), q.clone());
     }
     let nodes = req.nodes();
+    let run = run(req, &laid.pod);
     Ok(Plan {
         namespace,
         job: Job {
@@ -515,6 +595,7 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
         names,
         labels,
         notes,
+        run,
     })
 }
 
