@@ -114,8 +114,10 @@ pub fn compile(data: &[u8]) {
                 check_diagnostic(&source, &shown, d);
             }
             let plan = tao_k8s::script::ScriptPlan::new(&compiled.plan);
-            tao_k8s::render::render_script(&plan, Templates::embedded())
-                .expect("the driver script of a compiled request renders");
+            assert!(
+                plan.printed()
+                    .contains(&plan.data()[plan.data().find("JOB=").unwrap()..])
+            );
             let probe = Options {
                 nccl_probe: true,
                 ..Options::default()

@@ -27,7 +27,6 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "_container.yaml.j2",
         include_str!("../templates/_container.yaml.j2"),
     ),
-    ("driver.sh.j2", include_str!("../templates/driver.sh.j2")),
 ];
 
 /// One object's YAML, and the template it came from.
@@ -89,31 +88,12 @@ impl Templates {
                 .build()
                 .expect("the default delimiters are valid"),
         );
-        // `.sh.j2`: every value is one shell word (lists: words for an array), quoted by the
-        // one quoting function; `.yaml.j2`: JSON scalars.
-        env.set_auto_escape_callback(|name| {
-            if name.ends_with(".sh.j2") {
-                AutoEscape::Custom("shell".into())
-            } else {
-                minijinja::default_auto_escape_callback(name)
-            }
-        });
+        // `.yaml.j2`: every value is a JSON scalar (or flow collection).
         env.set_formatter(|out, state, value| match state.auto_escape() {
             AutoEscape::Json => {
                 let mut text = String::new();
                 write_value(&mut text, value)?;
                 out.write_str(&text)?;
-                Ok(())
-            }
-            AutoEscape::Custom(name) if name == "shell" => {
-                let words: Vec<String> = match value.kind() {
-                    ValueKind::Seq => value
-                        .try_iter()?
-                        .map(|v| crate::script::shell_quote(&v.to_string()))
-                        .collect(),
-                    _ => vec![crate::script::shell_quote(&value.to_string())],
-                };
-                out.write_str(&words.join(" "))?;
                 Ok(())
             }
             _ => minijinja::escape_formatter(out, state, value),
@@ -151,20 +131,6 @@ impl Templates {
             text,
         })
     }
-}
-
-/// The driver script of a compiled request.
-pub fn render_script(
-    plan: &crate::script::ScriptPlan,
-    templates: &Templates,
-) -> Result<String, Diagnostic> {
-    let template = templates
-        .env
-        .get_template("driver.sh.j2")
-        .map_err(template_error)?;
-    template
-        .render(Value::from(minijinja::value::Serde(plan)))
-        .map_err(template_error)
 }
 
 /// Render every object of the Plan, in apply order: ConfigMap, (Service,) Job.

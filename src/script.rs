@@ -1,11 +1,21 @@
-//! The driver script's Plan: every value the generated `job.sh` needs (names, namespace, GPU
-//! totals, PVCs, pull secrets, credential keys, minimum Kubernetes version), computed here from
-//! the manifest Plan and written into the script as quoted constants, and the one function that
-//! quotes a value for the shell. The script itself is `templates/driver.sh.j2`.
+//! The driver script: a constant bash program (`scripts/driver.sh`, the bundle's `job.sh`) and
+//! the job's values it reads (`job.env`): names, namespace, GPU totals, claims, pull secrets,
+//! credential keys, the minimum Kubernetes version, the JSON it sends. The values come from the
+//! Plan and are written as bash assignments through the one function that quotes a value for
+//! the shell; no value is ever part of the program's text.
 
 use crate::plan::Plan;
 pub use crate::plan::S3_KEYS;
 use serde::Serialize;
+
+/// The driver program, the same for every job.
+pub const DRIVER: &str = include_str!("../scripts/driver.sh");
+/// The line of the program that reads the job's values from `job.env` beside it.
+pub const DATA_LINE: &str = ". \"$here/job.env\"\n";
+/// NGC's literal registry user name.
+pub const NGC_USERNAME: &str = "$oauthtoken";
+/// Where the owner patch takes the applied Job's uid.
+pub const UID_PLACEHOLDER: &str = "@UID@";
 
 /// What `job.sh` knows about its job.
 #[derive(Debug, Clone, Serialize)]
@@ -42,6 +52,9 @@ pub struct ScriptPlan {
     /// The absolute path of the tao-k8s that wrote a bundle, the script's default when
     /// `TAO_K8S_BIN` is unset and that file still exists; empty when unknown (`script`).
     pub tao_k8s_bin: String,
+    /// The merge patch that attaches an object to the Job, with [`UID_PLACEHOLDER`] where the
+    /// Job's uid goes.
+    pub owner_patch: String,
 }
 
 impl ScriptPlan {
@@ -87,7 +100,77 @@ impl ScriptPlan {
             main_container: crate::plan::MAIN_CONTAINER.into(),
             probe_job: run.probe_job.clone().unwrap_or_default(),
             tao_k8s_bin: String::new(),
+            owner_patch: serde_json::json!({"metadata": {"ownerReferences": [{
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": plan.names.job,
+                "uid": UID_PLACEHOLDER,
+            }]}})
+            .to_string(),
         }
+    }
+
+    /// The job's values as bash assignments (`job.env`), each value one quoted word.
+    pub fn data(&self) -> String {
+        format!(
+            "# job.env: the values of the Kubernetes job {}, written by tao-k8s {} for job.sh.\n\
+             # shellcheck shell=bash disable=SC2016,SC2034 # literal values, read by job.sh\n{}",
+            self.job,
+            self.version,
+            self.assignments()
+        )
+    }
+
+    /// The assignments of [`ScriptPlan::data`].
+    fn assignments(&self) -> String {
+        let one = |v: &str| shell_quote(v);
+        let many = |v: &[String]| {
+            let words: Vec<String> = v.iter().map(|w| shell_quote(w)).collect();
+            format!("({})", words.join(" "))
+        };
+        let assignments = [
+            ("JOB", one(&self.job)),
+            ("SERVICE", one(&self.service)),
+            ("CONFIG_MAP", one(&self.config_map)),
+            ("SECRET", one(&self.secret)),
+            ("PULL_SECRET", one(&self.pull_secret)),
+            ("MANIFEST_NAMESPACE", one(&self.namespace)),
+            ("NODES", one(&self.nodes.to_string())),
+            ("GPUS_PER_NODE", one(&self.gpus_per_node.to_string())),
+            ("NODE_SELECTOR", many(&self.node_selector)),
+            ("PVCS", many(&self.pvcs)),
+            ("IMAGE_PULL_SECRETS", many(&self.image_pull_secrets)),
+            ("REQUIRED_KEYS", many(&self.required_keys)),
+            ("OPTIONAL_KEYS", many(&self.optional_keys)),
+            ("MIN_KUBE", one(&self.min_kube)),
+            ("QUEUE", one(&self.queue)),
+            ("IMAGE", one(&self.image)),
+            ("NETWORK_ARCH", one(&self.network_arch)),
+            ("ACTION", one(&self.action)),
+            ("TIER", one(&self.tier)),
+            ("RESULTS_DIR", one(&self.results_dir)),
+            ("MAIN_CONTAINER", one(&self.main_container)),
+            ("PROBE_JOB", one(&self.probe_job)),
+            ("OWNER_PATCH", one(&self.owner_patch)),
+            ("NGC_USERNAME", one(NGC_USERNAME)),
+            ("VERSION", one(&self.version)),
+            ("WRITER", one(&self.tao_k8s_bin)),
+        ];
+        let mut text = String::new();
+        for (name, value) in assignments {
+            text.push_str(&format!("{name}={value}\n"));
+        }
+        text
+    }
+
+    /// The driver as one file: the program with the job's values in place of the line that
+    /// reads them from `job.env` (`tao-k8s script`).
+    pub fn printed(&self) -> String {
+        let data = format!(
+            "# shellcheck disable=SC2016 # literal values\n{{\n{}}}\n",
+            self.assignments()
+        );
+        DRIVER.replacen(DATA_LINE, &data, 1)
     }
 
     /// Record the running binary as the script's default tao-k8s, when its path is an
@@ -103,6 +186,31 @@ impl ScriptPlan {
     }
 }
 
+/// A docker config (`.dockerconfigjson`) for one registry: `auths.<server>` with the user name,
+/// the password and their base64 `auth`, as `docker login` writes it.
+pub fn docker_config(server: &str, username: &str, password: &str) -> String {
+    let auth = base64(format!("{username}:{password}").as_bytes());
+    serde_json::json!({"auths": {server: {"username": username, "password": password, "auth": auth}}})
+        .to_string()
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().fold(0u32, |n, &b| n << 8 | u32::from(b)) << (8 * (3 - chunk.len()));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// `value` as one bash word that expands to exactly `value`: single quotes, with each `'`
 /// written as `'\''`. Every value reaches the script through this function.
 pub fn shell_quote(value: &str) -> String {
@@ -113,7 +221,28 @@ pub fn shell_quote(value: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::shell_quote;
+    use super::{DATA_LINE, DRIVER, base64, docker_config, shell_quote};
+
+    #[test]
+    fn base64_is_the_standard_alphabet_with_padding() {
+        for (plain, encoded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("$oauthtoken:FAKE-key+/", "JG9hdXRodG9rZW46RkFLRS1rZXkrLw=="),
+        ] {
+            assert_eq!(base64(plain.as_bytes()), encoded, "{plain}");
+        }
+        let config: serde_json::Value =
+            serde_json::from_str(&docker_config("nvcr.io", "$oauthtoken", "a\"b\\c")).unwrap();
+        assert_eq!(config["auths"]["nvcr.io"]["password"], "a\"b\\c");
+    }
+
+    #[test]
+    fn the_program_reads_its_values_on_one_line() {
+        assert_eq!(DRIVER.matches(DATA_LINE).count(), 1);
+    }
 
     #[test]
     fn quoting_round_trips_through_bash() {

@@ -1269,6 +1269,36 @@ fn every_generated_script_passes_shellcheck() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // The program as shipped, whose values come from job.env (so shellcheck cannot see them
+    // assigned), and a bundle's job.env.
+    let bundle = dir.path().join("bundle");
+    let request = Path::new(ROOT).join("fixtures/requests/valid/tier-c-4-nodes.yaml");
+    let r = tao(
+        &[
+            "render",
+            request.to_str().unwrap(),
+            "--out",
+            bundle.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(
+        fs::read_to_string(bundle.join("job.sh")).unwrap(),
+        fs::read_to_string(Path::new(ROOT).join("scripts/driver.sh")).unwrap(),
+        "a bundle's job.sh is the program as shipped"
+    );
+    let out = Command::new("shellcheck")
+        .args(["--shell=bash", "--exclude=SC2153,SC2154"])
+        .arg(Path::new(ROOT).join("scripts/driver.sh"))
+        .arg(bundle.join("job.env"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "shellcheck:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1475,10 +1505,10 @@ fn without_its_tao_k8s_the_driver_stops_before_any_kubectl_call() {
     fs::create_dir(s.path("writer")).unwrap();
     fs::copy(cargo_bin("tao-k8s"), &writer).unwrap();
     s.render_with(&writer, "moved");
-    let script = fs::read_to_string(s.path("moved/job.sh")).unwrap();
+    let script = fs::read_to_string(s.path("moved/job.env")).unwrap();
     assert!(
         script.contains(&format!("WRITER='{}'", writer.display())),
-        "the bundle names the tao-k8s that wrote it"
+        "the bundle names the tao-k8s that wrote it, in job.env"
     );
     fs::remove_file(&writer).unwrap();
     let path = path_without_tao_k8s(&s);

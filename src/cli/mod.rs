@@ -114,6 +114,15 @@ request compiles and every object passes its strict schema.")]
     /// --dry-run=server -o json`) dropped; exit 1 if any. Used by the driver script.
     #[command(hide = true)]
     KeptFields { manifest: PathBuf, answer: PathBuf },
+    /// Print a docker config (`.dockerconfigjson`) for one registry, the password read from
+    /// stdin, so that it never stands on a command line. Used by the driver script.
+    #[command(hide = true)]
+    RegistryAuth {
+        #[arg(long)]
+        server: String,
+        #[arg(long)]
+        username: String,
+    },
     /// Write the staging map and, in config mode, the materialised spec into a directory.
     #[command(after_help = "Examples:
   tao-k8s stage request.yaml --out staged/
@@ -296,6 +305,7 @@ pub fn run() -> ExitCode {
             render(&out, &request, Output::Script, opts, None, &files)
         }
         Command::KeptFields { manifest, answer } => kept_fields(&out, &manifest, &answer),
+        Command::RegistryAuth { server, username } => registry_auth(&out, &server, &username),
         Command::Record(args) => record::run(args),
         Command::Schema => emit(&request::schema_text()),
         Command::Completions { shell } => {
@@ -442,15 +452,8 @@ fn render(
             if matches!(output, Output::Bundle(_)) {
                 plan = plan.with_this_binary();
             }
-            let script = match tao_k8s::render::render_script(&plan, templates) {
-                Ok(text) => text,
-                Err(d) => {
-                    out.diagnostics(None, &[d]);
-                    return ExitCode::from(REFUSED);
-                }
-            };
             let Output::Bundle(dir) = output else {
-                return emit(&script);
+                return emit(&plan.printed());
             };
             let probe = bundle.probe.as_ref().map(|p| p.yaml.as_str());
             let written = create_dir(&dir)
@@ -459,7 +462,8 @@ fn render(
                 .and_then(|()| {
                     probe.map_or(Ok(()), |p| write_atomic(&dir.join("nccl-probe.yaml"), p))
                 })
-                .and_then(|()| write_atomic(&dir.join("job.sh"), &script))
+                .and_then(|()| write_atomic(&dir.join("job.env"), &plan.data()))
+                .and_then(|()| write_atomic(&dir.join("job.sh"), tao_k8s::script::DRIVER))
                 .and_then(|()| make_executable(&dir.join("job.sh")));
             match written {
                 Ok(()) => {
@@ -469,7 +473,7 @@ fn render(
                         ""
                     };
                     eprintln!(
-                        "wrote {}/{{manifest.yaml,staging-map.json,job.sh{probe}}}",
+                        "wrote {}/{{manifest.yaml,staging-map.json,job.sh,job.env{probe}}}",
                         dir.display()
                     );
                     ExitCode::SUCCESS
@@ -528,6 +532,19 @@ fn make_executable(path: &Path) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| format!("cannot make {} executable: {e}", path.display()))
+}
+
+/// `registry-auth --server S --username U`, the password on stdin (a trailing newline is
+/// not part of it).
+fn registry_auth(out: &report::Reporter, server: &str, username: &str) -> ExitCode {
+    let password = match read_source(Path::new("-")) {
+        Ok(source) => source.text().trim_end_matches(['\n', '\r']).to_string(),
+        Err(e) => return e.report(out),
+    };
+    if password.is_empty() {
+        return out.io_error("no password on stdin");
+    }
+    emit(&(tao_k8s::script::docker_config(server, username, &password) + "\n"))
 }
 
 /// `kept-fields MANIFEST ANSWER`.
