@@ -126,9 +126,15 @@ fn text_reports_of_every_failing_fixture() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(0));
+        // The findings on stdout; stderr has the summary line alone.
+        let summary = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            summary.ends_with("file(s)\n") && summary.lines().count() == 1,
+            "{summary}"
+        );
         insta::assert_snapshot!(
             format!("text-{}", meta.name),
-            String::from_utf8(out.stderr).unwrap()
+            String::from_utf8(out.stdout).unwrap()
         );
     }
 }

@@ -165,7 +165,7 @@ pub const IGNORE_ANNOTATION: &str = "tao-k8s.io/ignore";
 /// Which rules run.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
-    /// Codes, kebab names or groups; empty = all.
+    /// Codes, kebab names or groups, in any case; empty = all.
     pub select: Vec<String>,
     pub ignore: Vec<String>,
     /// Most reports for one source; the rest are counted in one last report (TK009) with
@@ -174,10 +174,13 @@ pub struct Selection {
     pub max_findings: Option<usize>,
 }
 
+/// Whether a code, rule name or group names the rule, in any case (`tk101`, `REDACTION`).
 fn matches(meta: &Meta, names: &[String]) -> bool {
-    names
-        .iter()
-        .any(|n| n == meta.code || n == meta.name || n == meta.group.name())
+    names.iter().any(|n| {
+        [meta.code, meta.name, meta.group.name()]
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case(n))
+    })
 }
 
 impl Selection {
