@@ -272,8 +272,13 @@ pub fn parse_each(
                     Some(Open::Seq {
                         start,
                         anchor,
-                        items,
-                    }) => Some((node(Value::Seq(items), start, source.text()), anchor, false)),
+                        mut items,
+                    }) => {
+                        // Growth by doubling leaves up to half of a list unused: a tree of
+                        // small mappings holds twice its size without this.
+                        items.shrink_to_fit();
+                        Some((node(Value::Seq(items), start, source.text()), anchor, false))
+                    }
                     Some(Open::Map {
                         start,
                         anchor,
@@ -285,6 +290,7 @@ pub fn parse_each(
                         if let Some((_, value)) = merge {
                             merge_into(&mut entries, &mut seen, value)?;
                         }
+                        entries.shrink_to_fit();
                         Some((
                             node(Value::Map(entries), start, source.text()),
                             anchor,

@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Meta, Rule};
+use crate::lint::{Document, Finding, Findings, Meta, Rule};
 use crate::schema;
 use crate::yaml::Step;
 
@@ -27,7 +27,7 @@ impl Rule for StrictSchema {
         &Self::META
     }
 
-    fn check(&self, doc: &Document, out: &mut Vec<Finding>) {
+    fn check(&self, doc: &Document, out: &mut Findings) {
         let Some(validator) = schema::validator_for(doc.api_version, doc.kind) else {
             return;
         };
