@@ -31,8 +31,7 @@ impl Rule for StrictSchema {
         let Some(validator) = schema::validator_for(doc.api_version, doc.kind) else {
             return;
         };
-        let json = doc.root.to_json();
-        for e in validator.iter_errors(&json) {
+        for e in validator.iter_errors(doc.root) {
             let mut path: Vec<Step> = e
                 .instance_path()
                 .iter()
