@@ -188,7 +188,7 @@ pub fn verify(rendered: &[Rendered], yaml: &str) -> Result<Vec<Json>, Vec<Diagno
     let mut objects = Vec::new();
     for (document, r) in stream.documents.iter().zip(rendered) {
         let object = document.to_json();
-        match schema::validate(&object) {
+        match schema::validate(document) {
             None => errors.push(bad(
                 &r.template,
                 "not an object of a kind with a known schema".into(),

@@ -3,7 +3,8 @@
 //!
 //! Built on saphyr-parser's event stream with YAML 1.2 core-schema scalars: `no`, `on` and
 //! `y` are strings, as the YAML 1.2 spec says. Duplicate keys are kept out of the tree and
-//! reported, because kubectl refuses them and a silent "last one wins" hides mistakes.
+//! reported, because kubectl refuses them and a silent "last one wins" hides mistakes. Merge
+//! keys (`<<`) are resolved as go-yaml, and so kubectl, resolves them.
 //! Nesting depth and alias expansion are bounded, so no input can blow the stack or memory.
 
 use crate::source::{Source, Span};
@@ -114,9 +115,12 @@ enum Open {
         start: usize,
         anchor: usize,
         entries: Vec<(Node, Node)>,
-        key: Option<Node>,
+        /// The key read, and whether it is a merge key (a plain `<<`).
+        key: Option<(Node, bool)>,
         /// Key text -> index in `entries`: duplicate detection stays linear in the map size.
         seen: HashMap<String, usize>,
+        /// The merge key and its value, resolved when the mapping ends.
+        merge: Option<(Node, Node)>,
     },
 }
 
@@ -191,7 +195,7 @@ pub fn parse_each(
                         span: start..start,
                     });
                 }
-                Some((node, 0))
+                Some((node, 0, false))
             }
             Event::Scalar(text, style, anchor, tag) => {
                 if text.len() > limits.max_scalar_bytes {
@@ -205,6 +209,14 @@ pub fn parse_each(
                     });
                 }
                 let value = resolve(&text, style, tag.as_deref());
+                // A merge key is a plain `<<` (or one tagged `!!merge`), as go-yaml reads it.
+                let merge = text == "<<"
+                    && match tag.as_deref() {
+                        None => style == ScalarStyle::Plain,
+                        Some(t) => {
+                            (t.is_yaml_core_schema() || t.handle == "!!") && t.suffix == "merge"
+                        }
+                    };
                 // The parser ends a quoted scalar's span after what follows it on the line
                 // (a comment): end it at its closing quote, so a label or a mask covers the
                 // scalar alone.
@@ -225,6 +237,7 @@ pub fn parse_each(
                         span: start..end,
                     },
                     anchor,
+                    merge,
                 ))
             }
             Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
@@ -247,25 +260,44 @@ pub fn parse_each(
                         entries: Vec::new(),
                         key: None,
                         seen: HashMap::new(),
+                        merge: None,
                     }
                 });
                 None
             }
             Event::SequenceEnd | Event::MappingEnd => {
                 nodes += 1;
-                stack.pop().map(|open| match open {
-                    Open::Seq {
+                match stack.pop() {
+                    None => None,
+                    Some(Open::Seq {
                         start,
                         anchor,
-                        items,
-                    } => (node(Value::Seq(items), start, source.text()), anchor),
-                    Open::Map {
+                        mut items,
+                    }) => {
+                        // Growth by doubling leaves up to half of a list unused: a tree of
+                        // small mappings holds twice its size without this.
+                        items.shrink_to_fit();
+                        Some((node(Value::Seq(items), start, source.text()), anchor, false))
+                    }
+                    Some(Open::Map {
                         start,
                         anchor,
-                        entries,
+                        mut entries,
+                        mut seen,
+                        merge,
                         ..
-                    } => (node(Value::Map(entries), start, source.text()), anchor),
-                })
+                    }) => {
+                        if let Some((_, value)) = merge {
+                            merge_into(&mut entries, &mut seen, value)?;
+                        }
+                        entries.shrink_to_fit();
+                        Some((
+                            node(Value::Map(entries), start, source.text()),
+                            anchor,
+                            false,
+                        ))
+                    }
+                }
             }
         };
         if nodes > limits.max_nodes {
@@ -274,7 +306,7 @@ pub fn parse_each(
                 span: start..start,
             });
         }
-        let Some((node, anchor)) = complete else {
+        let Some((node, anchor, merge_key)) = complete else {
             continue;
         };
         if anchor != 0 {
@@ -287,10 +319,25 @@ pub fn parse_each(
             }
             Some(Open::Seq { items, .. }) => items.push(node),
             Some(Open::Map {
-                entries, key, seen, ..
+                entries,
+                key,
+                seen,
+                merge,
+                ..
             }) => match key.take() {
-                None => *key = Some(node),
-                Some(k) => {
+                None => *key = Some((node, merge_key)),
+                Some((k, true)) => match merge {
+                    None => *merge = Some((k, node)),
+                    Some((first, _)) if stream.duplicates.len() < MAX_DUPLICATES => {
+                        stream.duplicates.push(DuplicateKey {
+                            key: "<<".into(),
+                            first: first.span.clone(),
+                            second: k.span,
+                        });
+                    }
+                    Some(_) => {}
+                },
+                Some((k, false)) => {
                     let name = key_text(&k);
                     if let Some(&first) = seen.get(&name) {
                         // Enough to report; a hostile stream of them cannot fill memory.
@@ -311,6 +358,38 @@ pub fn parse_each(
         }
     }
     Ok(stream)
+}
+
+/// Resolve a merge key (`<<: *defaults`, `<<: [*a, *b]`) the way go-yaml, and so kubectl,
+/// reads it: the keys of the merged mappings are added, but keys written in the mapping win,
+/// and so do earlier merged mappings over later ones. The merged nodes keep their spans, so a
+/// finding about a merged value points at where it is written.
+fn merge_into(
+    entries: &mut Vec<(Node, Node)>,
+    seen: &mut HashMap<String, usize>,
+    value: Node,
+) -> Result<(), SyntaxError> {
+    let refused = |span: &Span| SyntaxError {
+        message: "a merge key (`<<`) takes a mapping or a sequence of mappings".into(),
+        span: span.clone(),
+    };
+    let maps = match value.value {
+        Value::Map(_) => vec![value],
+        Value::Seq(items) => items,
+        _ => return Err(refused(&value.span)),
+    };
+    for map in maps {
+        let Value::Map(merged) = map.value else {
+            return Err(refused(&map.span));
+        };
+        for (k, v) in merged {
+            if let std::collections::hash_map::Entry::Vacant(e) = seen.entry(key_text(&k)) {
+                e.insert(entries.len());
+                entries.push((k, v));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The offset after the closing quote of the quoted scalar that opens at `start`.
@@ -655,6 +734,51 @@ mod tests {
         let src = Source::new("t", "a: [1, 2\nb: 3\n");
         let err = parse(&src, Limits::default()).unwrap_err();
         assert!(src.line_col(err.span.start).0 >= 2, "{err:?}");
+    }
+
+    #[test]
+    fn merge_keys_resolve_as_go_yaml_does() {
+        let src = Source::new(
+            "t",
+            "base: &base {a: 1, b: 2}\nmore: &more {b: 3, c: 4}\n\
+             one: {<<: *base, a: 9}\n\
+             many:\n  <<: [*base, *more]\n  d: 5\n\
+             inline: {<<: {x: 1}}\n\
+             quoted: {\"<<\": *base}\n\
+             tagged: {!!merge <<: *more}\n",
+        );
+        let n = parse(&src, Limits::default()).unwrap().documents.remove(0);
+        let j = n.to_json();
+        // Keys written in the mapping win, wherever the merge key stands.
+        assert_eq!(j["one"], serde_json::json!({"a": 9, "b": 2}));
+        // Earlier merged mappings win over later ones.
+        assert_eq!(
+            j["many"],
+            serde_json::json!({"a": 1, "b": 2, "c": 4, "d": 5})
+        );
+        assert_eq!(j["inline"], serde_json::json!({"x": 1}));
+        // A quoted `<<` is an ordinary key.
+        assert_eq!(j["quoted"], serde_json::json!({"<<": {"a": 1, "b": 2}}));
+        assert_eq!(j["tagged"], serde_json::json!({"b": 3, "c": 4}));
+        // A merged value points at where it is written.
+        let path = [Step::Key("many".into()), Step::Key("c".into())];
+        assert_eq!(src.line_col(n.lookup(&path).unwrap().1.span.start), (2, 23));
+
+        for bad in [
+            "a: {<<: 1}\n",
+            "x: &x [1]\na: {<<: *x}\n",
+            "a: {<<: [{b: 1}, 2]}\n",
+        ] {
+            let err = parse(&Source::new("t", bad), Limits::default()).unwrap_err();
+            assert!(err.message.contains("merge key"), "{bad}: {err}");
+        }
+        let twice = parse(
+            &Source::new("t", "a: {<<: {b: 1}, <<: {c: 1}}\n"),
+            Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(twice.duplicates.len(), 1);
+        assert_eq!(twice.duplicates[0].key, "<<");
     }
 
     #[test]

@@ -93,3 +93,22 @@ fn a_bundle_parses_its_request_once() {
     compile(&config);
     assert_eq!(tao_k8s::request::parses() - before, 1);
 }
+
+/// A request reads merge keys as a manifest does: merged keys count, written keys win.
+#[test]
+fn merge_keys_in_a_request_are_resolved() {
+    let plain = std::fs::read_to_string("examples/dino-train.yaml").unwrap();
+    let merged = plain.replace(
+        "  resources:\n    gpusPerNode: 8\n    cpu: 32\n",
+        "  resources:\n    <<: [{gpusPerNode: 8, cpu: 4}, {cpu: 16}]\n    cpu: 32\n",
+    );
+    assert_ne!(merged, plain);
+    let yaml = |text: String| {
+        let source = Source::new("dino-train.yaml", text);
+        match tao_k8s::compile(&source, &Options::default(), Templates::embedded()) {
+            Ok(c) => c.yaml,
+            Err(e) => panic!("{e:#?}"),
+        }
+    };
+    assert_eq!(yaml(merged), yaml(plain));
+}

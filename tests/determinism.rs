@@ -96,7 +96,7 @@ fn rendered_output_lints_clean_and_json_and_yaml_are_the_same_objects() {
 
         // The lint, warnings included, finds nothing in what render prints.
         let mut lint = Command::new(BIN)
-            .args(["lint", "--fail-on", "warning", "--format", "json", "-"])
+            .args(["lint", "--fail-on", "warning", "--format", "jsonl", "-"])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()

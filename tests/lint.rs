@@ -126,9 +126,57 @@ fn text_reports_of_every_failing_fixture() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(0));
+        // The findings on stdout; stderr has the summary line alone.
+        let summary = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            summary.ends_with("file(s)\n") && summary.lines().count() == 1,
+            "{summary}"
+        );
         insta::assert_snapshot!(
             format!("text-{}", meta.name),
-            String::from_utf8(out.stderr).unwrap()
+            String::from_utf8(out.stdout).unwrap()
         );
     }
+}
+
+/// YAML merge keys, as kubectl reads them: no unknown `<<` field, and an env entry whose name
+/// comes through a merge is checked like any other, at the line its value is written on.
+#[test]
+fn merge_keys_are_resolved_before_the_rules_run() {
+    let text = "\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: merged
+  annotations: &db {name: DB_PASSWORD}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - &app
+          name: app
+          image: nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt
+          env:
+            - <<: *db
+              value: FAKE6b86b273ff34fce1Q
+        - <<: *app
+          name: second
+";
+    let source = Source::new("merged.yaml", text);
+    let found = lint(&source, &Selection::default()).unwrap();
+    let codes: Vec<_> = found.iter().map(|r| r.diagnostic.code).collect();
+    assert!(!codes.contains(&"TK201"), "{found:#?}");
+    let credentials: Vec<_> = found
+        .iter()
+        .filter(|r| r.diagnostic.code == "TK101")
+        .map(|r| (r.line, r.column, r.json_path.as_str()))
+        .collect();
+    assert_eq!(
+        credentials,
+        [
+            (16, 22, "spec.template.spec.containers[0].env[0].value"),
+            (16, 22, "spec.template.spec.containers[1].env[0].value"),
+        ]
+    );
 }

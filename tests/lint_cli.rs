@@ -21,6 +21,23 @@ fn code(out: &std::process::Output) -> Option<i32> {
     out.status.code()
 }
 
+/// The findings of a `--format json` run, after checking the document's shape.
+fn findings(out: &std::process::Output) -> Vec<Json> {
+    let document: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let findings = document["findings"].as_array().unwrap().clone();
+    let summary = &document["summary"];
+    let count = |severity: &str| {
+        findings
+            .iter()
+            .filter(|f| f["severity"] == severity)
+            .count()
+    };
+    assert_eq!(summary["errors"], count("error"));
+    assert_eq!(summary["warnings"], count("warning"));
+    assert_eq!(summary["notes"], count("note"));
+    findings
+}
+
 #[test]
 fn exit_codes_follow_findings_and_flags() {
     assert_eq!(
@@ -72,15 +89,9 @@ fn directories_are_walked_without_templates_and_stdin_works() {
         "the warning in nested/ was found: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let files: Vec<String> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Json>(l).unwrap()["file"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
+    let files: Vec<String> = findings(&out)
+        .iter()
+        .map(|f| f["file"].as_str().unwrap().to_string())
         .collect();
     assert!(
         files.iter().all(|f| f.ends_with("nested/warning-only.yml")),
@@ -95,17 +106,41 @@ fn directories_are_walked_without_templates_and_stdin_works() {
         .output()
         .unwrap();
     assert_eq!(code(&out), Some(1));
-    assert!(String::from_utf8_lossy(&out.stdout).contains(r#""file":"<stdin>""#));
+    assert!(findings(&out).iter().all(|f| f["file"] == "<stdin>"));
 }
 
 #[test]
 fn select_and_ignore_take_codes_names_and_groups() {
     let count = |args: &[&str]| String::from_utf8(tao(args).stdout).unwrap().lines().count();
-    let all = count(&["lint", "--format", "json", "fixtures/lint"]);
+    let upper = count(&[
+        "lint",
+        "--format",
+        "jsonl",
+        "--select",
+        "REDACTION",
+        "fixtures/lint",
+    ]);
+    let any_case = count(&[
+        "lint",
+        "--format",
+        "jsonl",
+        "--select",
+        "tk101,Secret-Data",
+        "fixtures/lint",
+    ]);
+    let ignored_any_case = count(&[
+        "lint",
+        "--format",
+        "jsonl",
+        "--ignore",
+        "Redaction",
+        "fixtures/lint",
+    ]);
+    let all = count(&["lint", "--format", "jsonl", "fixtures/lint"]);
     let redaction = count(&[
         "lint",
         "--format",
-        "json",
+        "jsonl",
         "--select",
         "redaction",
         "fixtures/lint",
@@ -113,7 +148,7 @@ fn select_and_ignore_take_codes_names_and_groups() {
     let by_code = count(&[
         "lint",
         "--format",
-        "json",
+        "jsonl",
         "--select",
         "TK101,TK102",
         "fixtures/lint",
@@ -121,7 +156,7 @@ fn select_and_ignore_take_codes_names_and_groups() {
     let by_name = count(&[
         "lint",
         "--format",
-        "json",
+        "jsonl",
         "--select",
         "inline-credential,secret-data",
         "fixtures/lint",
@@ -129,12 +164,16 @@ fn select_and_ignore_take_codes_names_and_groups() {
     let ignored = count(&[
         "lint",
         "--format",
-        "json",
+        "jsonl",
         "--ignore",
         "redaction",
         "fixtures/lint",
     ]);
     assert!(redaction > 0 && redaction < all);
+    assert_eq!(
+        (upper, any_case, ignored_any_case),
+        (redaction, redaction, ignored)
+    );
     assert_eq!(by_code, redaction);
     assert_eq!(by_name, redaction);
     assert_eq!(ignored + redaction, all);
@@ -145,7 +184,7 @@ fn suppressions_work_and_stale_ones_are_reported() {
     let out = tao(&[
         "lint",
         "--format",
-        "json",
+        "jsonl",
         "fixtures/lint-cli/suppressed.yaml",
     ]);
     let lines: Vec<Json> = String::from_utf8(out.stdout.clone())
@@ -165,7 +204,7 @@ fn a_renamed_code_still_suppresses_with_a_note() {
     let out = tao(&[
         "lint",
         "--format",
-        "json",
+        "jsonl",
         "fixtures/lint-cli/renamed-code.yaml",
     ]);
     let lines: Vec<Json> = String::from_utf8(out.stdout.clone())
@@ -188,7 +227,7 @@ fn a_renamed_code_still_suppresses_with_a_note() {
 
 #[test]
 fn json_lines_carry_file_position_object_and_path() {
-    let out = tao(&["lint", "--format", "json", CREDENTIALS]);
+    let out = tao(&["lint", "--format", "jsonl", CREDENTIALS]);
     let first: Json = serde_json::from_str(
         String::from_utf8(out.stdout)
             .unwrap()
@@ -220,7 +259,7 @@ fn no_format_prints_a_credential() {
         "fAkEfAkE",
         "FAKE/fake+FAKE0",
     ];
-    for format in ["text", "json", "sarif", "github"] {
+    for format in ["text", "json", "jsonl", "sarif", "github"] {
         let out = tao(&["lint", "--format", format, CREDENTIALS]);
         let all = format!(
             "{}{}",
@@ -293,4 +332,132 @@ fn rules_and_explain() {
         "{text}"
     );
     assert_eq!(code(&tao(&["explain", "TK999"])), Some(2));
+    for name in ["tk101", "Inline-Credential", "INLINE-CREDENTIAL"] {
+        let out = tao(&["explain", name]);
+        assert_eq!(code(&out), Some(0), "{name}");
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), text, "{name}");
+    }
+    let lines = String::from_utf8(tao(&["rules", "--format", "jsonl"]).stdout).unwrap();
+    let each: Vec<Json> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(&each[..], rules.as_array().unwrap().as_slice());
+}
+
+#[test]
+fn json_is_one_document_also_when_clean_and_text_keeps_stdout_for_findings() {
+    let clean = tao(&[
+        "lint",
+        "--format",
+        "json",
+        "fixtures/lint-cli/tree/clean.yaml",
+    ]);
+    assert_eq!(code(&clean), Some(0));
+    let document: Json = serde_json::from_slice(&clean.stdout).unwrap();
+    assert_eq!(
+        document,
+        serde_json::json!({
+            "findings": [],
+            "summary": {"errors": 0, "warnings": 0, "notes": 0, "files": 1},
+        })
+    );
+    let dirty = tao(&["lint", "--format", "json", CREDENTIALS]);
+    let found = findings(&dirty);
+    let document: Json = serde_json::from_slice(&dirty.stdout).unwrap();
+    assert_eq!(document["summary"]["files"], 1);
+    assert!(found.len() > 1);
+    let lines = tao(&["lint", "--format", "jsonl", CREDENTIALS]);
+    let each: Vec<Json> = String::from_utf8(lines.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(each, found, "json and jsonl carry the same findings");
+
+    // Text: code frames on stdout, the summary alone on stderr.
+    let text = tao(&["lint", CREDENTIALS]);
+    let stdout = String::from_utf8(text.stdout).unwrap();
+    let stderr = String::from_utf8(text.stderr).unwrap();
+    assert!(stdout.starts_with("error[TK101]"), "{stdout}");
+    assert!(!stdout.contains("error(s)"), "{stdout}");
+    let count = |severity: &str| found.iter().filter(|f| f["severity"] == severity).count();
+    assert_eq!(
+        stderr,
+        format!(
+            "{} error(s), {} warning(s) in 1 file(s)\n",
+            count("error"),
+            count("warning")
+        )
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn directories_are_walked_once_through_symlink_loops_like_kubectl_reads_them() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let manifest = std::fs::read_to_string(format!("{ROOT}/{CREDENTIALS}")).unwrap();
+    let per_file = findings(&tao(&["lint", "--format", "json", CREDENTIALS])).len();
+    for sub in ["sub", "templates", ".hidden"] {
+        std::fs::create_dir(root.join(sub)).unwrap();
+    }
+    std::fs::write(root.join("sub/a.yaml"), &manifest).unwrap();
+    std::fs::write(root.join("templates/t.yaml"), &manifest).unwrap();
+    std::fs::write(root.join(".hidden/h.yaml"), &manifest).unwrap();
+    std::fs::write(root.join("ignored.yaml"), &manifest).unwrap();
+    std::fs::write(root.join(".gitignore"), "ignored.yaml\n").unwrap();
+    std::fs::write(root.join("notes.txt"), &manifest).unwrap();
+    // kubectl apply -f DIR reads JSON manifests too.
+    std::fs::write(
+        root.join("c.json"),
+        r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+            "data": {"token": "ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE1234"}}"#,
+    )
+    .unwrap();
+    // Two loops back to the root, and a second name for `sub`.
+    symlink(".", root.join("self")).unwrap();
+    symlink("..", root.join("sub/up")).unwrap();
+    symlink("sub", root.join("again")).unwrap();
+
+    let out = Command::cargo_bin("tao-k8s")
+        .unwrap()
+        .current_dir(root)
+        .args(["lint", "--format", "json", "."])
+        // A hang guard far above the second it takes: the loops ran for minutes.
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(
+        code(&out),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let found = findings(&out);
+    let mut files: Vec<&str> = found.iter().map(|f| f["file"].as_str().unwrap()).collect();
+    let count = |name: &str| files.iter().filter(|f| **f == name).count();
+    assert_eq!(count("./again/a.yaml"), per_file, "{files:?}");
+    assert_eq!(count("./c.json"), 1, "{files:?}");
+    files.dedup();
+    assert_eq!(files, ["./again/a.yaml", "./c.json"]);
+
+    // Named on the command line, a file is linted wherever it is.
+    let named = Command::cargo_bin("tao-k8s")
+        .unwrap()
+        .current_dir(root)
+        .args([
+            "lint",
+            "--format",
+            "jsonl",
+            "templates/t.yaml",
+            "ignored.yaml",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(named.stdout).unwrap().lines().count(),
+        2 * per_file
+    );
 }

@@ -1,11 +1,11 @@
-//! `tao-k8s lint`, `rules` and `explain`: file discovery, the four output formats (text code
-//! frames, JSON lines, SARIF 2.1.0, GitHub workflow annotations) and the exit code.
+//! `tao-k8s lint`, `rules` and `explain`: file discovery, the output formats (text code frames,
+//! one JSON document, JSON lines, SARIF 2.1.0, GitHub workflow annotations) and the exit code.
 
 use super::report::Reporter;
 use super::{USAGE, emit, read_source};
 use clap::ValueEnum;
 use serde_json::{Value as Json, json};
-use std::io::Write;
+use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tao_k8s::diag::{Redactor, Severity};
@@ -14,9 +14,15 @@ use tao_k8s::source::{Source, Span};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum LintFormat {
+    /// Code frames on stdout, the summary line on stderr.
     Text,
+    /// One JSON document: `{"findings": [...], "summary": {...}}`.
     Json,
+    /// One JSON object per finding and line, as they are formatted.
+    Jsonl,
+    /// SARIF 2.1.0, for code scanning.
     Sarif,
+    /// GitHub workflow annotations.
     Github,
 }
 
@@ -26,15 +32,31 @@ pub enum FailOn {
     Error,
 }
 
-/// The `*.yaml`/`*.yml` files under the given paths, sorted; `templates/` folders (Jinja,
-/// Helm) are skipped, since they are not YAML until rendered.
+/// The files to lint: each path named on the command line as it is (`-` is stdin), and the
+/// manifests under each directory, as `kubectl apply -f DIR` would read them (`*.yaml`,
+/// `*.yml`, `*.json`), in file-name order. The walk skips what `.gitignore`, `.ignore` and
+/// git's excludes list, hidden files and folders, and `templates/` folders (Jinja and Helm
+/// templates are not YAML until rendered). Symbolic links are followed, a link back to a
+/// folder being walked is not, and a file reached twice (by two links) is linted once.
 fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut files = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut add = |path: PathBuf, files: &mut Vec<PathBuf>| {
+        // A path that cannot be resolved is still linted, and reports why it cannot be read.
+        let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        if seen.insert(key) {
+            files.push(path);
+        }
+    };
     for path in paths {
-        if path == Path::new("-") || path.is_file() {
+        if path == Path::new("-") {
             files.push(path.clone());
         } else if path.is_dir() {
-            walk(path, &mut files)?;
+            for file in walk(path)? {
+                add(file, &mut files);
+            }
+        } else if path.is_file() {
+            add(path.clone(), &mut files);
         } else {
             return Err(format!(
                 "cannot read {}: no such file or directory",
@@ -45,26 +67,41 @@ fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for path in entries {
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        if path.is_dir() {
-            if name != "templates" && !name.starts_with('.') {
-                walk(&path, files)?;
-            }
-        } else if name.ends_with(".yaml") || name.ends_with(".yml") {
-            files.push(path);
+fn walk(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let walker = ignore::WalkBuilder::new(dir)
+        .follow_links(true)
+        // `.gitignore` counts outside a git checkout too (an exported tree, a CI artifact).
+        .require_git(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|e| e.depth() == 0 || !(e.file_name() == "templates" && e.path().is_dir()))
+        .build();
+    let mut files = Vec::new();
+    for entry in walker {
+        let entry = match entry {
+            Ok(entry) => entry,
+            // A link back to a folder being walked: its files are linted on the way in.
+            Err(e) if is_loop(&e) => continue,
+            Err(e) => return Err(format!("cannot read {e}")),
+        };
+        let manifest = entry
+            .path()
+            .extension()
+            .is_some_and(|x| x == "yaml" || x == "yml" || x == "json");
+        if manifest && entry.file_type().is_some_and(|t| t.is_file()) {
+            files.push(entry.into_path());
         }
     }
-    Ok(())
+    Ok(files)
+}
+
+fn is_loop(e: &ignore::Error) -> bool {
+    match e {
+        ignore::Error::Loop { .. } => true,
+        ignore::Error::WithPath { err, .. }
+        | ignore::Error::WithDepth { err, .. }
+        | ignore::Error::WithLineNumber { err, .. } => is_loop(err),
+        _ => false,
+    }
 }
 
 /// Run the lint; the exit code follows `--fail-on` and `--exit-zero`.
@@ -121,9 +158,17 @@ pub fn run(
     // The one place reports leave the engine: each passes the redactor of its source before
     // any format shows it.
     let redactors = redact(&mut reports, selection);
+    let count = |s: Severity| {
+        reports
+            .iter()
+            .flat_map(|(_, r)| r)
+            .filter(|r| r.diagnostic.severity == s)
+            .count()
+    };
+    let mut summary = None;
     let text = match format {
         LintFormat::Text => {
-            let mut err = std::io::BufWriter::new(std::io::stderr().lock());
+            let mut text = String::new();
             for ((source, found), (redactor, masks)) in reports.iter().zip(&redactors) {
                 for r in found {
                     let mut d = r.diagnostic.clone();
@@ -134,26 +179,35 @@ pub fn run(
                     {
                         d.message = format!("{} [{object}]", d.message);
                     }
-                    let _ = writeln!(err, "{}\n", out.render(Some(source), &d, redactor, masks));
+                    let _ = writeln!(text, "{}\n", out.render(Some(source), &d, redactor, masks));
                 }
             }
-            let count = |s: Severity| {
-                reports
-                    .iter()
-                    .flat_map(|(_, r)| r)
-                    .filter(|r| r.diagnostic.severity == s)
-                    .count()
-            };
-            let _ = writeln!(
-                err,
+            // On stderr, like a linter's summary: stdout holds the findings alone.
+            summary = Some(format!(
                 "{} error(s), {} warning(s) in {} file(s)",
                 count(Severity::Error),
                 count(Severity::Warning),
                 reports.len()
-            );
-            String::new()
+            ));
+            text
         }
-        LintFormat::Json => reports
+        LintFormat::Json => {
+            let findings: Vec<Json> = reports
+                .iter()
+                .flat_map(|(source, found)| found.iter().map(move |r| json_line(source, r)))
+                .collect();
+            let document = json!({
+                "findings": findings,
+                "summary": {
+                    "errors": count(Severity::Error),
+                    "warnings": count(Severity::Warning),
+                    "notes": count(Severity::Note),
+                    "files": reports.len(),
+                },
+            });
+            serde_json::to_string_pretty(&document).expect("JSON serializes") + "\n"
+        }
+        LintFormat::Jsonl => reports
             .iter()
             .flat_map(|(source, found)| {
                 found
@@ -170,6 +224,9 @@ pub fn run(
             .collect(),
     };
     let printed = emit(&text);
+    if let Some(summary) = summary {
+        eprintln!("{summary}");
+    }
     if broken {
         ExitCode::from(USAGE)
     } else if printed != ExitCode::SUCCESS {
@@ -369,6 +426,10 @@ pub fn rules(format: LintFormat) -> ExitCode {
             let all: Vec<_> = registry::RULES.iter().map(|r| r.meta()).collect();
             serde_json::to_string_pretty(&all).expect("JSON serializes") + "\n"
         }
+        LintFormat::Jsonl => registry::RULES
+            .iter()
+            .map(|r| serde_json::to_string(r.meta()).expect("JSON serializes") + "\n")
+            .collect(),
         _ => registry::RULES
             .iter()
             .map(|r| {

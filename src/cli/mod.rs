@@ -152,12 +152,14 @@ Suppress a rule on one object with the annotation `tao-k8s.io/ignore: \"TK310 # 
 Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O, or input that is not YAML
 (or is over a limit: see --max-input-size and the README).")]
     Lint {
-        /// Files, directories (searched for *.yaml and *.yml, skipping templates/), or `-`.
+        /// Files (always linted), directories (searched for *.yaml, *.yml and *.json like
+        /// `kubectl apply -f DIR`, skipping templates/, hidden and git-ignored paths), or `-`.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         #[arg(long, value_enum, default_value_t = lint::LintFormat::Text)]
         format: lint::LintFormat,
-        /// Only these rules: codes, names or groups (redaction, schema, gpu), comma-separated.
+        /// Only these rules: codes, names or groups (redaction, schema, gpu), comma-separated,
+        /// in any case.
         #[arg(long, value_delimiter = ',')]
         select: Vec<String>,
         /// Not these rules: codes, names or groups, comma-separated.
@@ -180,7 +182,7 @@ Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O, or input th
     },
     /// Explain a lint rule: what it checks, why it matters, an example, the fix.
     Explain {
-        /// A rule code (TK101) or name (inline-credential).
+        /// A rule code (TK101) or name (inline-credential), in any case.
         rule: String,
     },
     /// Job records: mint an id before launch, bind the applied object to it, follow its state.

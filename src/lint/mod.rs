@@ -130,11 +130,40 @@ pub struct Finding {
     pub span: Span,
 }
 
+/// Where a rule puts its findings about one document: only as many are kept as the report
+/// still has room for, the others are counted. A hostile document with a million findings
+/// (a Pod with 200,000 inline passwords) so never holds a million of them at once.
+#[derive(Debug, Default)]
+pub struct Findings {
+    kept: Vec<Finding>,
+    room: usize,
+    over: usize,
+}
+
+impl Findings {
+    fn new(room: usize) -> Findings {
+        Findings {
+            kept: Vec::new(),
+            room,
+            over: 0,
+        }
+    }
+
+    /// Keep the finding, or count it when there is no room left.
+    pub fn push(&mut self, f: Finding) {
+        if self.kept.len() < self.room {
+            self.kept.push(f);
+        } else {
+            self.over += 1;
+        }
+    }
+}
+
 /// A rule.
 pub trait Rule: Sync {
     fn meta(&self) -> &'static Meta;
     /// Findings in one document.
-    fn check(&self, _doc: &Document, _out: &mut Vec<Finding>) {}
+    fn check(&self, _doc: &Document, _out: &mut Findings) {}
     /// Findings about how documents of one stream relate (a Job and its Service), reported
     /// with the index (in `docs`) of the document they are about.
     fn check_stream(&self, _docs: &[Document], _out: &mut Vec<(usize, Finding)>) {}
@@ -165,7 +194,7 @@ pub const IGNORE_ANNOTATION: &str = "tao-k8s.io/ignore";
 /// Which rules run.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
-    /// Codes, kebab names or groups; empty = all.
+    /// Codes, kebab names or groups, in any case; empty = all.
     pub select: Vec<String>,
     pub ignore: Vec<String>,
     /// Most reports for one source; the rest are counted in one last report (TK009) with
@@ -174,10 +203,13 @@ pub struct Selection {
     pub max_findings: Option<usize>,
 }
 
+/// Whether a code, rule name or group names the rule, in any case (`tk101`, `REDACTION`).
 fn matches(meta: &Meta, names: &[String]) -> bool {
-    names
-        .iter()
-        .any(|n| n == meta.code || n == meta.name || n == meta.group.name())
+    names.iter().any(|n| {
+        [meta.code, meta.name, meta.group.name()]
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case(n))
+    })
 }
 
 impl Selection {
@@ -387,11 +419,12 @@ fn lint_stream(
             }
         }
         for rule in &rules {
-            let mut found = Vec::new();
+            let mut found = Findings::new(out.room());
             rule.check(&doc, &mut found);
-            for f in found {
+            for f in found.kept {
                 out.finding(source, &labels[index], index, rule.meta(), f);
             }
+            out.over_room(index, rule.meta(), found.over);
         }
         let mut paths: Vec<Vec<Step>> = rules.iter().flat_map(|r| r.keeps(&doc)).collect();
         if !paths.is_empty() {
@@ -492,9 +525,37 @@ impl Collected {
     }
 
     fn count_over(&mut self, severity: Severity) {
+        self.count_many_over(1, severity);
+    }
+
+    fn count_many_over(&mut self, count: usize, severity: Severity) {
         let (n, highest) = self.over.get_or_insert((0, Severity::Note));
-        *n += 1;
+        *n += count;
         *highest = (*highest).max(severity);
+    }
+
+    /// How many more reports are kept.
+    fn room(&self) -> usize {
+        self.cap.saturating_sub(self.reports.len())
+    }
+
+    /// Whether document `index` suppresses the code of `meta`; notes that the code reported
+    /// something on it, so that the suppression is not stale.
+    fn suppresses(&mut self, index: usize, meta: &'static Meta) -> bool {
+        let Some((codes, _, reported)) = self.suppressed.get_mut(&index) else {
+            return false;
+        };
+        if !reported.contains(&meta.code) {
+            reported.push(meta.code);
+        }
+        codes.iter().any(|c| c == meta.code)
+    }
+
+    /// `count` findings of a rule on document `index` that a [`Findings`] had no room for.
+    fn over_room(&mut self, index: usize, meta: &'static Meta, count: usize) {
+        if count > 0 && !self.suppresses(index, meta) {
+            self.count_many_over(count, meta.severity);
+        }
     }
 
     /// A rule's finding on document `index`, unless the document suppresses its code.
@@ -506,13 +567,8 @@ impl Collected {
         meta: &'static Meta,
         f: Finding,
     ) {
-        if let Some((codes, _, reported)) = self.suppressed.get_mut(&index) {
-            if !reported.contains(&meta.code) {
-                reported.push(meta.code);
-            }
-            if codes.iter().any(|c| c == meta.code) {
-                return;
-            }
+        if self.suppresses(index, meta) {
+            return;
         }
         if self.reports.len() >= self.cap {
             // Counted without being built: the path and label are not formatted.

@@ -23,10 +23,9 @@ pub static RULES: &[&dyn Rule] = &[
     &Yaml11Boolean,
 ];
 
-/// The rule with this code or kebab name.
+/// The rule with this code or kebab name, in any case (`tk101`, `Inline-Credential`).
 pub fn find(name: &str) -> Option<&'static dyn Rule> {
-    RULES
-        .iter()
-        .copied()
-        .find(|r| r.meta().code == name || r.meta().name == name)
+    RULES.iter().copied().find(|r| {
+        r.meta().code.eq_ignore_ascii_case(name) || r.meta().name.eq_ignore_ascii_case(name)
+    })
 }

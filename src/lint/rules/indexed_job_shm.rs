@@ -1,5 +1,5 @@
 use crate::lint::pods::{container_name, containers, is_indexed, job_spec};
-use crate::lint::{Document, Finding, Meta, Rule, steps};
+use crate::lint::{Document, Finding, Findings, Meta, Rule, steps};
 use crate::yaml::{Node, Step, Value, key_text};
 
 crate::rule! {
@@ -37,7 +37,7 @@ impl Rule for IndexedJobShm {
         &Self::META
     }
 
-    fn check(&self, doc: &Document, out: &mut Vec<Finding>) {
+    fn check(&self, doc: &Document, out: &mut Findings) {
         let Some((_, spec)) = job_spec(doc) else {
             return;
         };

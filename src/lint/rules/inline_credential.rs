@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Meta, Rule, walk_strings};
+use crate::lint::{Document, Finding, Findings, Meta, Rule, walk_strings};
 use crate::secrets;
 use crate::yaml::{Step, Value};
 
@@ -30,7 +30,7 @@ impl Rule for InlineCredential {
         &Self::META
     }
 
-    fn check(&self, doc: &Document, out: &mut Vec<Finding>) {
+    fn check(&self, doc: &Document, out: &mut Findings) {
         walk_strings(doc.root, &mut Vec::new(), &mut |path, node, value| {
             // Every credential shape is 12 characters or more, but a password in a URL (`@`).
             if value.len() < 12 && !value.contains('@') {

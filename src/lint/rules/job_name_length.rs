@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Meta, Rule, steps};
+use crate::lint::{Document, Finding, Findings, Meta, Rule, steps};
 use crate::names::MAX_LABEL;
 use crate::yaml::Value;
 
@@ -31,7 +31,7 @@ impl Rule for JobNameLength {
         &Self::META
     }
 
-    fn check(&self, doc: &Document, out: &mut Vec<Finding>) {
+    fn check(&self, doc: &Document, out: &mut Findings) {
         if doc.kind != "Job" {
             return;
         }

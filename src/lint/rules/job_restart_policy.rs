@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Meta, Rule};
+use crate::lint::{Document, Finding, Findings, Meta, Rule};
 use crate::yaml::{Step, Value};
 
 crate::rule! {
@@ -34,7 +34,7 @@ impl Rule for JobRestartPolicy {
         &Self::META
     }
 
-    fn check(&self, doc: &Document, out: &mut Vec<Finding>) {
+    fn check(&self, doc: &Document, out: &mut Findings) {
         if !doc.api_version.starts_with("batch/") || !matches!(doc.kind, "Job" | "CronJob") {
             return;
         }

@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Meta, Rule, steps};
+use crate::lint::{Document, Finding, Findings, Meta, Rule, steps};
 use crate::yaml::Value;
 
 crate::rule! {
@@ -31,7 +31,7 @@ impl Rule for JobTtl {
         &Self::META
     }
 
-    fn check(&self, doc: &Document, out: &mut Vec<Finding>) {
+    fn check(&self, doc: &Document, out: &mut Findings) {
         if doc.kind != "Job" || doc.api_version != "batch/v1" {
             return;
         }

@@ -1,5 +1,5 @@
 use crate::lint::pods::env_values;
-use crate::lint::{Document, Finding, Meta, Rule, steps};
+use crate::lint::{Document, Finding, Findings, Meta, Rule, steps};
 use crate::names::is_dns1123_label;
 use crate::yaml::Value;
 
@@ -32,7 +32,7 @@ impl Rule for MasterAddr {
         &Self::META
     }
 
-    fn check(&self, doc: &Document, out: &mut Vec<Finding>) {
+    fn check(&self, doc: &Document, out: &mut Findings) {
         let text = |path: &str| match doc.at(&steps(path)).map(|n| &n.value) {
             Some(Value::Str(s)) => Some(s.as_str()),
             _ => None,

@@ -53,16 +53,27 @@ impl Rule for NvcrPullSecret {
         if !nvcr || has_pull_secrets(spec) {
             return Vec::new();
         }
-        [
-            "initContainers",
-            "containers",
-            "serviceAccountName",
-            "serviceAccount",
-            "imagePullSecrets",
-        ]
-        .iter()
-        .map(|k| [pod.clone(), vec![Step::Key(k.to_string())]].concat())
-        .collect()
+        // The containers' images alone: a container's env can be 200,000 entries long.
+        let images = ["initContainers", "containers"].iter().flat_map(|field| {
+            let count = match spec.get(field).map(|n| &n.value) {
+                Some(Value::Seq(items)) => items.len(),
+                _ => 0,
+            };
+            (0..count).map(|j| {
+                let mut path = pod.clone();
+                path.extend([
+                    Step::Key(field.to_string()),
+                    Step::Index(j),
+                    Step::Key("image".into()),
+                ]);
+                path
+            })
+        });
+        ["serviceAccountName", "serviceAccount", "imagePullSecrets"]
+            .iter()
+            .map(|k| [pod.clone(), vec![Step::Key(k.to_string())]].concat())
+            .chain(images)
+            .collect()
     }
 
     fn check_stream(&self, docs: &[Document], out: &mut Vec<(usize, Finding)>) {

@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Meta, Rule};
+use crate::lint::{Document, Finding, Findings, Meta, Rule};
 use crate::secrets;
 use crate::yaml::{Step, Value};
 
@@ -26,7 +26,7 @@ impl Rule for SecretData {
         &Self::META
     }
 
-    fn check(&self, doc: &Document, out: &mut Vec<Finding>) {
+    fn check(&self, doc: &Document, out: &mut Findings) {
         if doc.kind != "Secret" {
             return;
         }

@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Meta, Rule};
+use crate::lint::{Document, Finding, Findings, Meta, Rule};
 use crate::quantity;
 use crate::yaml::{Node, Step, Value};
 
@@ -30,7 +30,7 @@ impl Rule for ShmMemory {
         &Self::META
     }
 
-    fn check(&self, doc: &Document, out: &mut Vec<Finding>) {
+    fn check(&self, doc: &Document, out: &mut Findings) {
         let Some((pod, spec)) = doc.pod_spec() else {
             return;
         };

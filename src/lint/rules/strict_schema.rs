@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Meta, Rule};
+use crate::lint::{Document, Finding, Findings, Meta, Rule};
 use crate::schema;
 use crate::yaml::Step;
 
@@ -27,12 +27,11 @@ impl Rule for StrictSchema {
         &Self::META
     }
 
-    fn check(&self, doc: &Document, out: &mut Vec<Finding>) {
+    fn check(&self, doc: &Document, out: &mut Findings) {
         let Some(validator) = schema::validator_for(doc.api_version, doc.kind) else {
             return;
         };
-        let json = doc.root.to_json();
-        for e in validator.iter_errors(&json) {
+        for e in validator.iter_errors(doc.root) {
             let mut path: Vec<Step> = e
                 .instance_path()
                 .iter()

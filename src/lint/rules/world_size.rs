@@ -1,5 +1,5 @@
 use crate::lint::pods::env_values;
-use crate::lint::{Document, Finding, Meta, Rule, steps};
+use crate::lint::{Document, Finding, Findings, Meta, Rule, steps};
 use crate::yaml::Value;
 
 crate::rule! {
@@ -30,7 +30,7 @@ impl Rule for WorldSize {
         &Self::META
     }
 
-    fn check(&self, doc: &Document, out: &mut Vec<Finding>) {
+    fn check(&self, doc: &Document, out: &mut Findings) {
         let indexed = matches!(doc.at(&steps("spec.completionMode")).map(|n| &n.value), Some(Value::Str(m)) if m == "Indexed");
         let Some(Value::Int(completions)) = doc.at(&steps("spec.completions")).map(|n| &n.value)
         else {

@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Meta, Rule, walk_strings};
+use crate::lint::{Document, Finding, Findings, Meta, Rule, walk_strings};
 use crate::yaml::Step;
 
 crate::rule! {
@@ -29,10 +29,11 @@ impl Rule for Yaml11Boolean {
         &Self::META
     }
 
-    fn check(&self, doc: &Document, out: &mut Vec<Finding>) {
+    fn check(&self, doc: &Document, out: &mut Findings) {
         if doc.yaml11_booleans.is_empty() {
             return;
         }
+        let mut reported = std::collections::HashSet::new();
         walk_strings(doc.root, &mut Vec::new(), &mut |path, node, value| {
             // The spans are in stream order, one per scalar.
             let listed = doc
@@ -43,7 +44,7 @@ impl Rule for Yaml11Boolean {
                 return;
             };
             // An alias copies its anchor's node, span included: report the scalar once.
-            if out.iter().any(|f| f.span == node.span) {
+            if !reported.insert(node.span.start) {
                 return;
             }
             out.push(Finding {
