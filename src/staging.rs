@@ -203,7 +203,23 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
     // (entry index, field) of every alias, to point at the one that clashes.
     let mut alias_fields: Vec<(usize, Vec<Step>)> = Vec::new();
     let storage = &req.spec.storage;
+    mounts(storage, &mut staging, &mut origins, &mut alias_fields);
+    s3_inputs(storage, &mut staging, &mut origins);
+    conflicts(tree, &staging, &origins, &mut diags);
+    aliases(tree, &staging, &alias_fields, &mut diags);
+    results(req, tree, &mut staging, &mut diags);
+    command(req, tree, &mut staging, &mut diags);
+    (staging, diags)
+}
 
+/// One volume per distinct source among the mounts; every name, mount path and alias in the
+/// map.
+fn mounts(
+    storage: &crate::request::Storage,
+    staging: &mut Staging,
+    origins: &mut Vec<Vec<Step>>,
+    alias_fields: &mut Vec<(usize, Vec<Step>)>,
+) {
     for (i, m) in storage.mounts.iter().enumerate() {
         let at = field(&["spec", "storage", "mounts"], i);
         let source = mount_source(m);
@@ -255,6 +271,14 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
             });
         }
     }
+}
+
+/// Each S3 input is a volume of its own; merged sources keep one read-only flag in the map.
+fn s3_inputs(
+    storage: &crate::request::Storage,
+    staging: &mut Staging,
+    origins: &mut Vec<Vec<Step>>,
+) {
     if let Some(s3) = &storage.s3 {
         for (i, input) in s3.inputs.iter().enumerate() {
             let at = field(&["spec", "storage", "s3", "inputs"], i);
@@ -296,8 +320,10 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
             e.read_only = v.read_only;
         }
     }
+}
 
-    // Distinct volumes may neither share a path nor nest inside each other.
+/// Distinct volumes may neither share a path nor nest inside each other.
+fn conflicts(tree: &Node, staging: &Staging, origins: &[Vec<Step>], diags: &mut Vec<Diagnostic>) {
     for (a, va) in staging.volumes.iter().enumerate() {
         for (b, vb) in staging.volumes.iter().enumerate().skip(a + 1) {
             let (pa, pb) = (&va.declared_path, &vb.declared_path);
@@ -321,9 +347,18 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
             diags.push(d.secondary(first.span.clone(), format!("`{}` at `{pa}`", va.name)));
         }
     }
+}
+
+/// An alias names one source, and not the root.
+fn aliases(
+    tree: &Node,
+    staging: &Staging,
+    alias_fields: &[(usize, Vec<Step>)],
+    diags: &mut Vec<Diagnostic>,
+) {
     // An alias may name only one source (mount paths are checked as a layout above), and
     // not the root: every absolute path of the command would land on the mount.
-    for (i, field) in &alias_fields {
+    for (i, field) in alias_fields {
         let e = &staging.map.entries[*i];
         if e.producer_path == "/" {
             let d = Diagnostic::error(
@@ -349,6 +384,11 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
             diags.push(pin(tree, field, d, "already names another source"));
         }
     }
+}
+
+/// Where results are written: on a writable volume, or uploaded.
+fn results(req: &ActionRequest, tree: &Node, staging: &mut Staging, diags: &mut Vec<Diagnostic>) {
+    let storage = &req.spec.storage;
     // resultsDir must land on a writable volume, or be uploaded.
     let at = ["spec", "resultsDir"].map(|k| Step::Key(k.into()));
     let results = match staging.map.rewrite(&req.spec.results_dir) {
@@ -410,7 +450,10 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
         });
     }
     staging.results_dir = results;
+}
 
+/// The argv and the inline config spec, rewritten by the map.
+fn command(req: &ActionRequest, tree: &Node, staging: &mut Staging, diags: &mut Vec<Diagnostic>) {
     let cmd = &req.spec.command;
     let (argv, at) = match (&cmd.args, &cmd.config) {
         (Some(args), _) => (
@@ -427,7 +470,7 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
         ),
         _ => (None, Vec::new()),
     };
-    staging.argv = argv.map(|argv| rewrite_argv(&staging.map, argv, tree, &at, &mut diags));
+    staging.argv = argv.map(|argv| rewrite_argv(&staging.map, argv, tree, &at, diags));
     let at: Vec<Step> = ["spec", "command", "config", "specInline"]
         .map(|k| Step::Key(k.into()))
         .to_vec();
@@ -445,7 +488,6 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
         }
         staging.spec_inline = Some(spec);
     }
-    (staging, diags)
 }
 
 /// Rewrite every path in a list of argv values; uncovered logical paths are diagnostics.

@@ -29,3 +29,40 @@ pub fn find(name: &str) -> Option<&'static dyn Rule> {
         r.meta().code.eq_ignore_ascii_case(name) || r.meta().name.eq_ignore_ascii_case(name)
     })
 }
+
+/// Every code of the project, rules and the rest (`crate::codes`), has one meaning.
+#[cfg(test)]
+mod codes_tests {
+    use crate::codes::{ALL, RENAMED, find};
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn no_code_has_two_meanings() {
+        let mut codes = BTreeSet::new();
+        let mut names = BTreeSet::new();
+        let lint = super::RULES.iter().map(|r| {
+            let m = r.meta();
+            (m.code, m.name)
+        });
+        for (code, name) in ALL.iter().map(|c| (c.code, c.name)).chain(lint) {
+            assert!(codes.insert(code), "{code} has two meanings");
+            assert!(names.insert(name), "{name} names two codes");
+            assert!(
+                code.len() == 5
+                    && code.starts_with("TK")
+                    && code[2..].bytes().all(|b| b.is_ascii_digit()),
+                "{code}"
+            );
+        }
+        for c in ALL {
+            assert!(
+                !c.summary.is_empty() && c.summary.ends_with('.'),
+                "{}",
+                c.code
+            );
+        }
+        for (old, new) in RENAMED {
+            assert!(find(new).is_some(), "{old} -> {new}");
+        }
+    }
+}
