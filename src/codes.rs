@@ -1,8 +1,9 @@
 //! Every diagnostic code the project reports outside its lint rules, each with one meaning:
 //! the request's structure (TK00x) and its checks (TK01x), the lint's own reports (TK02x),
 //! options (TK03x), staging (TK04x), and the templates' output (TK09x). The lint rules carry
-//! their codes themselves (TK1xx redaction, TK2xx schema, TK3xx GPU jobs); a test checks that
-//! no code anywhere has two meanings (in `lint::registry`, which sees both). `tao-k8s explain` reads this table too.
+//! their codes themselves (TK1xx redaction, TK2xx schema, TK3xx GPU jobs); a test in
+//! `lint::registry`, which sees both, checks that no code anywhere has two meanings.
+//! `tao-k8s explain` reads this table too.
 
 /// A code, its kebab name and what it means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -194,48 +194,52 @@ pub fn verify(rendered: &[Rendered], yaml: &str) -> Result<Vec<Json>, Vec<Diagno
                 "not an object of a kind with a known schema".into(),
                 document.span.start,
             )),
-            Some(schema_errors) => {
-                for e in schema_errors {
-                    let pointer = e.instance_path().to_string();
-                    let steps: Vec<yaml::Step> = e
-                        .instance_path()
-                        .iter()
-                        .map(|s| match s {
-                            jsonschema::paths::LocationSegment::Property(p) => {
-                                yaml::Step::Key(p.to_string())
-                            }
-                            jsonschema::paths::LocationSegment::Index(i) => yaml::Step::Index(i),
-                        })
-                        .collect();
-                    let (_, _, mut node) = document.deepest(&steps);
-                    // Point at an unknown key itself, not at the object that holds it.
-                    if let jsonschema::error::ValidationErrorKind::AdditionalProperties {
-                        unexpected,
-                    } = e.kind()
-                        && let Some((key, _)) = unexpected.first().and_then(|k| node.entry(k))
-                    {
-                        node = key;
-                    }
-                    errors.push(bad(
-                        &r.template,
-                        format!("at `{pointer}`: {}", e.masked()),
-                        node.span.start,
-                    ));
-                }
-            }
+            Some(schema_errors) => errors.extend(schema_errors.iter().map(|e| {
+                let (pointer, offset) = schema_error_at(document, e);
+                bad(
+                    &r.template,
+                    format!("at `{pointer}`: {}", e.masked()),
+                    offset,
+                )
+            })),
         }
         objects.push(object);
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    // The strict schemas ran above; the rest of the lint runs on the same parse.
+    self_lint(&source, stream).map(|()| objects)
+}
+
+/// The JSON pointer of a schema error and the byte offset of the node it is about (an unknown
+/// key itself, not the object that holds it).
+fn schema_error_at(document: &yaml::Node, e: &jsonschema::ValidationError<'_>) -> (String, usize) {
+    let steps: Vec<yaml::Step> = e
+        .instance_path()
+        .iter()
+        .map(|s| match s {
+            jsonschema::paths::LocationSegment::Property(p) => yaml::Step::Key(p.to_string()),
+            jsonschema::paths::LocationSegment::Index(i) => yaml::Step::Index(i),
+        })
+        .collect();
+    let (_, _, mut node) = document.deepest(&steps);
+    if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } = e.kind()
+        && let Some((key, _)) = unexpected.first().and_then(|k| node.entry(k))
+    {
+        node = key;
+    }
+    (e.instance_path().to_string(), node.span.start)
+}
+
+/// The project's own lint over the rendered stream (the strict schemas ran already), on the
+/// same parse.
+fn self_lint(source: &Source, stream: yaml::Stream) -> Result<(), Vec<Diagnostic>> {
     let selection = crate::lint::Selection {
         select: Vec::new(),
         ignore: vec!["strict-schema".into()],
         ..Default::default()
     };
-    let lint_errors: Vec<Diagnostic> = crate::lint::lint_parsed(&source, &selection, stream)
+    let lint_errors: Vec<Diagnostic> = crate::lint::lint_parsed(source, &selection, stream)
         .into_iter()
         .filter(|r| r.diagnostic.is_error())
         .map(|r| {
@@ -253,7 +257,7 @@ pub fn verify(rendered: &[Rendered], yaml: &str) -> Result<Vec<Json>, Vec<Diagno
         })
         .collect();
     if lint_errors.is_empty() {
-        Ok(objects)
+        Ok(())
     } else {
         Err(lint_errors)
     }

@@ -124,32 +124,7 @@ pub fn load(source: &Source) -> Result<Loaded, Refused> {
             return Err(vec![d].into());
         }
     };
-    let mut diags: Vec<Diagnostic> = stream
-        .duplicates
-        .iter()
-        .map(|d| {
-            Diagnostic::error(DUPLICATE_KEY, format!("duplicate key `{}`", d.key))
-                .primary(d.second.clone(), "defined again here")
-                .secondary(d.first.clone(), "first defined here")
-                .help("remove one of them; Kubernetes tools refuse duplicate keys")
-        })
-        .collect();
-    diags.extend(stream.yaml11_booleans.iter().map(|span| {
-        let text = &source.text()[span.clone()];
-        let meant = if matches!(text.to_ascii_lowercase().as_str(), "y" | "yes" | "on") {
-            "true"
-        } else {
-            "false"
-        };
-        Diagnostic::warning(
-            YAML11_BOOLEAN,
-            format!("`{text}` is read as the string \"{text}\", not as the boolean {meant}"),
-        )
-        .primary(span.clone(), "a string in YAML 1.2, a boolean in YAML 1.1")
-        .help(format!(
-            "write `{meant}` for a boolean, or quote it (\"{text}\") to keep the string"
-        ))
-    }));
+    let mut diags = stream_diagnostics(source, &stream);
     let mut documents = stream.documents.into_iter();
     let Some(tree) = documents.next() else {
         diags.push(
@@ -169,50 +144,18 @@ pub fn load(source: &Source) -> Result<Loaded, Refused> {
         );
     }
     let mut json = tree.to_json();
-    let mut prunable = true;
-    let mut prune: Vec<(Vec<Step>, String)> = Vec::new();
-    let mut missing: Vec<(Vec<Step>, String)> = Vec::new();
-    for e in VALIDATOR.iter_errors(&json) {
-        diags.extend(schema_diagnostics(&tree, &e));
-        let path = steps_of(e.instance_path().iter().map(|s| s.to_string()));
-        match e.kind() {
-            ValidationErrorKind::AdditionalProperties { unexpected } => {
-                prune.extend(unexpected.iter().map(|u| (path.clone(), u.clone())));
-            }
-            ValidationErrorKind::Required { property } => {
-                missing.push((path, property.as_str().unwrap_or_default().to_string()));
-            }
-            _ => match path.split_last() {
-                Some((Step::Key(k), parent)) => prune.push((parent.to_vec(), k.clone())),
-                _ => prunable = false,
-            },
-        }
-    }
+    let (prune, missing) = match structure(&tree, &json, &mut diags) {
+        Some(fields) => fields,
+        // A member of an array is wrong: see `settle`.
+        None => return Err(diags.into()),
+    };
     let structural = has_errors(&diags);
     // The fields the rules below must not speak about: dropped or stood in for.
-    let mut settled: Vec<String> = Vec::new();
-    if structural {
-        // Drop the offending members, stand in for the required ones that are missing or were
-        // dropped, and go on, so that the rules below still report what they can in the same
-        // run (a misspelled `netwrokArch` does not hide a bad `memory`). A member of an array
-        // cannot be dropped without shifting the paths of its neighbours: then the rules wait
-        // for the next run.
-        if !prunable {
-            return Err(diags.into());
-        }
-        for (parent, key) in prune.into_iter().chain(missing) {
-            let Some(obj) = pointer_mut(&mut json, &parent).and_then(Json::as_object_mut) else {
-                continue;
-            };
-            obj.remove(&key);
-            let mut field = parent;
-            field.push(Step::Key(key.clone()));
-            if required(&parent_of(&field)).contains(&key) {
-                obj.insert(key, schema_at(&field).map_or(Json::Null, placeholder));
-            }
-            settled.push(display_path(&field));
-        }
-    }
+    let mut settled = if structural {
+        settle(&mut json, prune, missing)
+    } else {
+        Vec::new()
+    };
     let request: ActionRequest = match serde_path_to_error::deserialize(&json) {
         Ok(r) => r,
         Err(_) if structural => return Err(diags.into()),
@@ -246,6 +189,87 @@ pub fn load(source: &Source) -> Result<Loaded, Refused> {
     }
     loaded.warnings = diags;
     Ok(loaded)
+}
+
+/// Fields of the request, as (parent path, key).
+type Fields = Vec<(Vec<Step>, String)>;
+
+/// The duplicate keys of a request's stream, and its YAML 1.1 booleans.
+fn stream_diagnostics(source: &Source, stream: &yaml::Stream) -> Vec<Diagnostic> {
+    let mut diags: Vec<Diagnostic> = stream
+        .duplicates
+        .iter()
+        .map(|d| {
+            Diagnostic::error(DUPLICATE_KEY, format!("duplicate key `{}`", d.key))
+                .primary(d.second.clone(), "defined again here")
+                .secondary(d.first.clone(), "first defined here")
+                .help("remove one of them; Kubernetes tools refuse duplicate keys")
+        })
+        .collect();
+    diags.extend(stream.yaml11_booleans.iter().map(|span| {
+        let text = &source.text()[span.clone()];
+        let meant = if matches!(text.to_ascii_lowercase().as_str(), "y" | "yes" | "on") {
+            "true"
+        } else {
+            "false"
+        };
+        Diagnostic::warning(
+            YAML11_BOOLEAN,
+            format!("`{text}` is read as the string \"{text}\", not as the boolean {meant}"),
+        )
+        .primary(span.clone(), "a string in YAML 1.2, a boolean in YAML 1.1")
+        .help(format!(
+            "write `{meant}` for a boolean, or quote it (\"{text}\") to keep the string"
+        ))
+    }));
+    diags
+}
+
+/// Every structural problem of the request against its schema, into `diags`, and the fields
+/// to drop and the required ones that are missing, as (parent path, key); `None` when the
+/// request is refused and a member of an array is wrong: the rules wait for the next run.
+fn structure(tree: &Node, json: &Json, diags: &mut Vec<Diagnostic>) -> Option<(Fields, Fields)> {
+    let mut prunable = true;
+    let mut prune: Fields = Vec::new();
+    let mut missing: Fields = Vec::new();
+    for e in VALIDATOR.iter_errors(json) {
+        diags.extend(schema_diagnostics(tree, &e));
+        let path = steps_of(e.instance_path().iter().map(|s| s.to_string()));
+        match e.kind() {
+            ValidationErrorKind::AdditionalProperties { unexpected } => {
+                prune.extend(unexpected.iter().map(|u| (path.clone(), u.clone())));
+            }
+            ValidationErrorKind::Required { property } => {
+                missing.push((path, property.as_str().unwrap_or_default().to_string()));
+            }
+            _ => match path.split_last() {
+                Some((Step::Key(k), parent)) => prune.push((parent.to_vec(), k.clone())),
+                _ => prunable = false,
+            },
+        }
+    }
+    (prunable || !has_errors(diags)).then_some((prune, missing))
+}
+
+/// Drop the offending members, stand in for the required ones that are missing or were
+/// dropped, and say which fields those were, so that the rules still report what they can in
+/// the same run (a misspelled `netwrokArch` does not hide a bad `memory`). A member of an array
+/// cannot be dropped without shifting the paths of its neighbours: `structure` stops there.
+fn settle(json: &mut Json, prune: Fields, missing: Fields) -> Vec<String> {
+    let mut settled = Vec::new();
+    for (parent, key) in prune.into_iter().chain(missing) {
+        let Some(obj) = pointer_mut(json, &parent).and_then(Json::as_object_mut) else {
+            continue;
+        };
+        obj.remove(&key);
+        let mut field = parent;
+        field.push(Step::Key(key.clone()));
+        if required(&parent_of(&field)).contains(&key) {
+            obj.insert(key, schema_at(&field).map_or(Json::Null, placeholder));
+        }
+        settled.push(display_path(&field));
+    }
+    settled
 }
 
 fn pointer_mut<'a>(json: &'a mut Json, path: &[Step]) -> Option<&'a mut Json> {
