@@ -298,26 +298,9 @@ fn schema_diagnostics(tree: &Node, e: &ValidationError<'_>) -> Vec<Diagnostic> {
         vec![pin(tree, &path, Diagnostic::error(code, message), &label)]
     };
     match e.kind() {
-        ValidationErrorKind::AdditionalProperties { unexpected } => unexpected
-            .iter()
-            .map(|name| {
-                let mut field = path.clone();
-                field.push(Step::Key(name.clone()));
-                let known = known_fields(&path);
-                let d = Diagnostic::error(UNKNOWN_FIELD, format!("unknown field `{name}`"))
-                    .at_path(display_path(&field));
-                let d = match nearest(name, &known) {
-                    Some(best) => d.help(format!("did you mean `{best}`?")),
-                    None if known.is_empty() => d,
-                    None => d.help(format!("expected one of: {}", quoted(&known))),
-                };
-                let span = tree
-                    .lookup(&field)
-                    .and_then(|(k, _)| k)
-                    .map_or(0..0, |k| k.span.clone());
-                d.primary(span, "not a field here")
-            })
-            .collect(),
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            unknown_fields(tree, &path, unexpected)
+        }
         ValidationErrorKind::Required { property } => {
             let name = property.as_str().unwrap_or_default();
             let d = Diagnostic::error(MISSING_FIELD, format!("missing field `{name}`"));
@@ -353,37 +336,7 @@ fn schema_diagnostics(tree: &Node, e: &ValidationError<'_>) -> Vec<Diagnostic> {
             }
             d
         }
-        ValidationErrorKind::AnyOf { context } => {
-            // A branch that failed for more than the type (an `Option<Struct>` whose struct
-            // has a bad field) is the one the user meant: report its errors.
-            let meant = context.iter().find(|branch| {
-                !branch
-                    .iter()
-                    .all(|b| b.instance_path() == e.instance_path() && is_type_mismatch(b))
-            });
-            if let Some(branch) = meant {
-                return branch
-                    .iter()
-                    .flat_map(|b| schema_diagnostics(tree, b))
-                    .collect();
-            }
-            let mut expected = Vec::new();
-            expected_types(e, &mut expected);
-            if expected.len() > 1 {
-                expected.retain(|t| *t != JsonType::Null);
-            }
-            let names: Vec<&str> = expected.into_iter().map(type_name).collect();
-            let expected = if names.is_empty() {
-                "a valid value".to_string()
-            } else {
-                names.join(" or ")
-            };
-            one(
-                WRONG_TYPE,
-                format!("wrong type at `{at}`: expected {expected}, found {found}"),
-                format!("expected {expected}"),
-            )
-        }
+        ValidationErrorKind::AnyOf { context } => any_of(tree, e, context, &path, &at, &found),
         ValidationErrorKind::Enum { options } => {
             let options: Vec<String> = options
                 .as_array()
@@ -425,6 +378,74 @@ fn schema_diagnostics(tree: &Node, e: &ValidationError<'_>) -> Vec<Diagnostic> {
             "here".into(),
         ),
     }
+}
+
+/// One report per unknown field, with the nearest known name.
+fn unknown_fields(tree: &Node, path: &[Step], unexpected: &[String]) -> Vec<Diagnostic> {
+    unexpected
+        .iter()
+        .map(|name| {
+            let mut field = path.to_vec();
+            field.push(Step::Key(name.clone()));
+            let known = known_fields(path);
+            let d = Diagnostic::error(UNKNOWN_FIELD, format!("unknown field `{name}`"))
+                .at_path(display_path(&field));
+            let d = match nearest(name, &known) {
+                Some(best) => d.help(format!("did you mean `{best}`?")),
+                None if known.is_empty() => d,
+                None => d.help(format!("expected one of: {}", quoted(&known))),
+            };
+            let span = tree
+                .lookup(&field)
+                .and_then(|(k, _)| k)
+                .map_or(0..0, |k| k.span.clone());
+            d.primary(span, "not a field here")
+        })
+        .collect()
+}
+
+/// The errors of the branch the user meant (an `Option<Struct>` whose struct has a bad
+/// field), or one wrong-type report naming every type the field takes.
+fn any_of(
+    tree: &Node,
+    e: &ValidationError<'_>,
+    context: &[Vec<ValidationError<'_>>],
+    path: &[Step],
+    at: &str,
+    found: &str,
+) -> Vec<Diagnostic> {
+    let one = |code, message: String, label: String| {
+        vec![pin(tree, path, Diagnostic::error(code, message), &label)]
+    };
+    // A branch that failed for more than the type (an `Option<Struct>` whose struct
+    // has a bad field) is the one the user meant: report its errors.
+    let meant = context.iter().find(|branch| {
+        !branch
+            .iter()
+            .all(|b| b.instance_path() == e.instance_path() && is_type_mismatch(b))
+    });
+    if let Some(branch) = meant {
+        return branch
+            .iter()
+            .flat_map(|b| schema_diagnostics(tree, b))
+            .collect();
+    }
+    let mut expected = Vec::new();
+    expected_types(e, &mut expected);
+    if expected.len() > 1 {
+        expected.retain(|t| *t != JsonType::Null);
+    }
+    let names: Vec<&str> = expected.into_iter().map(type_name).collect();
+    let expected = if names.is_empty() {
+        "a valid value".to_string()
+    } else {
+        names.join(" or ")
+    };
+    one(
+        WRONG_TYPE,
+        format!("wrong type at `{at}`: expected {expected}, found {found}"),
+        format!("expected {expected}"),
+    )
 }
 
 /// Whether an error says only that the value has the wrong type.
