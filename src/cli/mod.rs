@@ -339,18 +339,16 @@ struct Files {
     spec_root: Option<PathBuf>,
 }
 
-fn render(
+/// What a compiling command reads besides its options: the request, the reader of the files
+/// it names, a staged config, a template author's templates (`None`: the embedded ones).
+fn inputs(
     out: &report::Reporter,
     path: &Path,
-    output: Output,
-    mut opts: Options,
+    opts: &mut Options,
     templates: Option<&Path>,
     files: &Files,
-) -> ExitCode {
-    let source = match read_source(path) {
-        Ok(s) => s,
-        Err(e) => return e.report(out),
-    };
+) -> Result<(Source, Option<Templates>), ExitCode> {
+    let source = read_source(path).map_err(|e| e.report(out))?;
     // A spec file the request names is relative to the request file (or the working directory
     // for stdin), read only if the request is in config mode; a file that cannot be read is
     // reported with the request's other problems.
@@ -363,28 +361,35 @@ fn render(
         read_named(&base, name, root.as_deref())
     }));
     if let Some(staged) = &files.staged_config {
-        match read_source(staged) {
-            Ok(s) => opts.staged_config = Some(s.text().to_string()),
-            Err(e) => return e.report(out),
+        let staged = read_source(staged).map_err(|e| e.report(out))?;
+        opts.staged_config = Some(staged.text().to_string());
+    }
+    let Some(dir) = templates else {
+        return Ok((source, None));
+    };
+    let files = read_templates(dir).map_err(|message| out.io_error(&message))?;
+    match Templates::new(&files) {
+        Ok(t) => Ok((source, Some(t))),
+        Err(d) => {
+            out.diagnostics(None, &[d]);
+            Err(ExitCode::from(REFUSED))
         }
     }
-    let owned;
-    let templates = match templates {
-        None => Templates::embedded(),
-        Some(dir) => match read_templates(dir) {
-            Ok(files) => match Templates::new(&files) {
-                Ok(t) => {
-                    owned = t;
-                    &owned
-                }
-                Err(d) => {
-                    out.diagnostics(None, &[d]);
-                    return ExitCode::from(REFUSED);
-                }
-            },
-            Err(message) => return out.io_error(&message),
-        },
+}
+
+fn render(
+    out: &report::Reporter,
+    path: &Path,
+    output: Output,
+    mut opts: Options,
+    templates: Option<&Path>,
+    files: &Files,
+) -> ExitCode {
+    let (source, owned) = match inputs(out, path, &mut opts, templates, files) {
+        Ok(read) => read,
+        Err(code) => return code,
     };
+    let templates = owned.as_ref().unwrap_or(Templates::embedded());
     let refused = |failure: Failure| {
         match failure {
             Failure::Request(diags) => {
@@ -450,39 +455,48 @@ fn render(
             };
             // A bundle's script runs the binary that wrote it by default, while it exists; a
             // printed script may be saved anywhere, so it names none.
-            let mut plan = bundle.script;
+            let mut plan = bundle.script.clone();
             if matches!(output, Output::Bundle(_)) {
                 plan = plan.with_this_binary();
             }
             let Output::Bundle(dir) = output else {
                 return emit(&plan.printed());
             };
-            let probe = bundle.probe.as_ref().map(|p| p.yaml.as_str());
-            let written = create_dir(&dir)
-                .and_then(|()| write_atomic(&dir.join("manifest.yaml"), &bundle.job.yaml))
-                .and_then(|()| write_atomic(&dir.join("staging-map.json"), &map))
-                .and_then(|()| {
-                    probe.map_or(Ok(()), |p| write_atomic(&dir.join("nccl-probe.yaml"), p))
-                })
-                .and_then(|()| write_atomic(&dir.join("job.env"), &plan.data()))
-                .and_then(|()| write_atomic(&dir.join("job.sh"), tao_k8s::script::DRIVER))
-                .and_then(|()| make_executable(&dir.join("job.sh")));
-            match written {
-                Ok(()) => {
-                    let probe = if probe.is_some() {
-                        ",nccl-probe.yaml"
-                    } else {
-                        ""
-                    };
-                    eprintln!(
-                        "wrote {}/{{manifest.yaml,staging-map.json,job.sh,job.env{probe}}}",
-                        dir.display()
-                    );
-                    ExitCode::SUCCESS
-                }
-                Err(message) => out.io_error(&message),
-            }
+            write_bundle(out, &dir, &bundle, &plan, &map)
         }
+    }
+}
+
+/// `render --out DIR`: every file of the bundle, each whole or not at all.
+fn write_bundle(
+    out: &report::Reporter,
+    dir: &Path,
+    bundle: &tao_k8s::Bundle,
+    plan: &tao_k8s::script::ScriptPlan,
+    map: &str,
+) -> ExitCode {
+    let probe = bundle.probe.as_ref().map(|p| p.yaml.as_str());
+    let written = create_dir(dir)
+        .and_then(|()| write_atomic(&dir.join("manifest.yaml"), &bundle.job.yaml))
+        .and_then(|()| write_atomic(&dir.join("staging-map.json"), map))
+        .and_then(|()| probe.map_or(Ok(()), |p| write_atomic(&dir.join("nccl-probe.yaml"), p)))
+        .and_then(|()| write_atomic(&dir.join("job.env"), &plan.data()))
+        .and_then(|()| write_atomic(&dir.join("job.sh"), tao_k8s::script::DRIVER))
+        .and_then(|()| make_executable(&dir.join("job.sh")));
+    match written {
+        Ok(()) => {
+            let probe = if probe.is_some() {
+                ",nccl-probe.yaml"
+            } else {
+                ""
+            };
+            eprintln!(
+                "wrote {}/{{manifest.yaml,staging-map.json,job.sh,job.env{probe}}}",
+                dir.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(message) => out.io_error(&message),
     }
 }
 
