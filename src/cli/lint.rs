@@ -121,32 +121,10 @@ pub fn run(
         Ok(f) => f,
         Err(message) => return out.io_error(&message),
     };
-    let mut reports: Vec<(Source, Vec<Reported>)> = Vec::new();
-    let mut broken = false;
-    for file in &files {
-        let source = match read_source(file) {
-            Ok(s) => s,
-            Err(super::ReadError::Refused(message)) => {
-                // Like a file that is not YAML: reported, and the others are still linted.
-                eprintln!("error: {message}");
-                broken = true;
-                continue;
-            }
-            Err(e) => return e.report(out),
-        };
-        match tao_k8s::lint::lint(&source, selection) {
-            Ok(found) => reports.push((source, found)),
-            Err(e) => {
-                let (line, col) = source.line_col(e.span.start);
-                eprintln!(
-                    "error: {}:{line}:{col}: not valid YAML: {}",
-                    source.name(),
-                    e.message
-                );
-                broken = true;
-            }
-        }
-    }
+    let (mut reports, broken) = match read_and_lint(out, &files, selection) {
+        Ok(read) => read,
+        Err(code) => return code,
+    };
     let threshold = match fail_on {
         FailOn::Warning => Severity::Warning,
         FailOn::Error => Severity::Error,
@@ -168,20 +146,6 @@ pub fn run(
     let mut summary = None;
     let text = match format {
         LintFormat::Text => {
-            let mut text = String::new();
-            for ((source, found), (redactor, masks)) in reports.iter().zip(&redactors) {
-                for r in found {
-                    let mut d = r.diagnostic.clone();
-                    if let Some(object) = r
-                        .object
-                        .as_ref()
-                        .filter(|o| !d.message.contains(o.as_str()))
-                    {
-                        d.message = format!("{} [{object}]", d.message);
-                    }
-                    let _ = writeln!(text, "{}\n", out.render(Some(source), &d, redactor, masks));
-                }
-            }
             // On stderr, like a linter's summary: stdout holds the findings alone.
             summary = Some(format!(
                 "{} error(s), {} warning(s) in {} file(s)",
@@ -189,7 +153,7 @@ pub fn run(
                 count(Severity::Warning),
                 reports.len()
             ));
-            text
+            text(out, &reports, &redactors)
         }
         LintFormat::Json => {
             let findings: Vec<Json> = reports
@@ -297,6 +261,68 @@ fn redact(
             (redactor, spans)
         })
         .collect()
+}
+
+/// A source and what lint reports on it.
+type Linted = (Source, Vec<Reported>);
+
+/// Read and lint every file: the reports of each, and whether any could not be linted (not
+/// YAML, over a limit). A file that cannot be read at all stops the run.
+fn read_and_lint(
+    out: &Reporter,
+    files: &[PathBuf],
+    selection: &Selection,
+) -> Result<(Vec<Linted>, bool), ExitCode> {
+    let mut reports: Vec<Linted> = Vec::new();
+    let mut broken = false;
+    for file in files {
+        let source = match read_source(file) {
+            Ok(s) => s,
+            Err(super::ReadError::Refused(message)) => {
+                // Like a file that is not YAML: reported, and the others are still linted.
+                eprintln!("error: {message}");
+                broken = true;
+                continue;
+            }
+            Err(e) => return Err(e.report(out)),
+        };
+        match tao_k8s::lint::lint(&source, selection) {
+            Ok(found) => reports.push((source, found)),
+            Err(e) => {
+                let (line, col) = source.line_col(e.span.start);
+                eprintln!(
+                    "error: {}:{line}:{col}: not valid YAML: {}",
+                    source.name(),
+                    e.message
+                );
+                broken = true;
+            }
+        }
+    }
+    Ok((reports, broken))
+}
+
+/// Code frames, each report framed with its object, and masked again by its source's redactor.
+fn text(
+    out: &Reporter,
+    reports: &[(Source, Vec<Reported>)],
+    redactors: &[(Redactor, Vec<Span>)],
+) -> String {
+    let mut text = String::new();
+    for ((source, found), (redactor, masks)) in reports.iter().zip(redactors) {
+        for r in found {
+            let mut d = r.diagnostic.clone();
+            if let Some(object) = r
+                .object
+                .as_ref()
+                .filter(|o| !d.message.contains(o.as_str()))
+            {
+                d.message = format!("{} [{object}]", d.message);
+            }
+            let _ = writeln!(text, "{}\n", out.render(Some(source), &d, redactor, masks));
+        }
+    }
+    text
 }
 
 fn rule_name(code: &str) -> &'static str {
