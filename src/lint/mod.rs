@@ -371,52 +371,9 @@ fn lint_stream(
         };
         let index = labels.len();
         labels.push(doc.label());
-        if let Some((codes, at)) = suppressions(&doc) {
-            // A code that was renamed still suppresses what it meant, with a note.
-            let codes = codes
-                .into_iter()
-                .map(
-                    |code| match crate::codes::RENAMED.iter().find(|(old, _)| *old == code) {
-                        Some(&(old, new)) => {
-                            let (line, column) = source.line_col(at.span.start);
-                            let mut d = Diagnostic::warning(
-                                UNUSED_SUPPRESSION,
-                                format!("`{IGNORE_ANNOTATION}` names {old}, which is now {new}"),
-                            )
-                            .primary(at.span.clone(), "a renamed code")
-                            .help(format!("write {new}; {old} is still read as {new} for now"));
-                            d.severity = Severity::Note;
-                            out.push(Reported {
-                                diagnostic: d,
-                                object: Some(labels[index].clone()),
-                                json_path: String::new(),
-                                line,
-                                column,
-                            });
-                            new.to_string()
-                        }
-                        None => code,
-                    },
-                )
-                .collect();
-            out.suppressed
-                .insert(index, (codes, at.span.clone(), Vec::new()));
-        }
+        out.suppressions(source, &doc, index, &labels[index]);
         if schema_checked && crate::schema::validator_for(doc.api_version, doc.kind).is_none() {
-            match out.suppressed.get_mut(&index) {
-                // Suppressed on this object (a custom resource, say): used, not shown.
-                Some((codes, _, reported)) if codes.iter().any(|c| c == UNKNOWN_KIND) => {
-                    reported.push(UNKNOWN_KIND);
-                }
-                _ => out.push(note(
-                    source,
-                    &node,
-                    &format!(
-                        "kind {}/{} has no known schema: its schema is not checked",
-                        doc.api_version, doc.kind
-                    ),
-                )),
-            }
+            out.unknown_kind(source, &doc, &node, index);
         }
         for rule in &rules {
             let mut found = Findings::new(out.room());
@@ -449,7 +406,75 @@ fn lint_stream(
         .iter()
         .any(|r| r.meta().code == rules::DuplicateKey::META.code)
     {
-        for d in &stream.duplicates {
+        out.duplicates(source, &stream.duplicates);
+    }
+    out.unused_suppressions(source, &labels);
+    Ok(out.finish(source))
+}
+
+/// What lint_stream reports beside the rules, on the documents and the stream.
+impl Collected {
+    /// The object's suppression annotation, read before its rules run; a code that was renamed
+    /// still suppresses what it meant, with a note.
+    fn suppressions(&mut self, source: &Source, doc: &Document, index: usize, label: &str) {
+        let Some((codes, at)) = suppressions(doc) else {
+            return;
+        };
+        let mut renamed = Vec::new();
+        let codes = codes
+            .into_iter()
+            .map(
+                |code| match crate::codes::RENAMED.iter().find(|(old, _)| *old == code) {
+                    Some(&(old, new)) => {
+                        renamed.push((old, new));
+                        new.to_string()
+                    }
+                    None => code,
+                },
+            )
+            .collect();
+        for (old, new) in renamed {
+            let (line, column) = source.line_col(at.span.start);
+            let mut d = Diagnostic::warning(
+                UNUSED_SUPPRESSION,
+                format!("`{IGNORE_ANNOTATION}` names {old}, which is now {new}"),
+            )
+            .primary(at.span.clone(), "a renamed code")
+            .help(format!("write {new}; {old} is still read as {new} for now"));
+            d.severity = Severity::Note;
+            self.push(Reported {
+                diagnostic: d,
+                object: Some(label.to_string()),
+                json_path: String::new(),
+                line,
+                column,
+            });
+        }
+        self.suppressed
+            .insert(index, (codes, at.span.clone(), Vec::new()));
+    }
+
+    /// A kind with no known schema: a note, unless the object suppresses it (a custom
+    /// resource, say), which uses the suppression.
+    fn unknown_kind(&mut self, source: &Source, doc: &Document, node: &Node, index: usize) {
+        match self.suppressed.get_mut(&index) {
+            Some((codes, _, reported)) if codes.iter().any(|c| c == UNKNOWN_KIND) => {
+                reported.push(UNKNOWN_KIND);
+            }
+            _ => self.push(note(
+                source,
+                node,
+                &format!(
+                    "kind {}/{} has no known schema: its schema is not checked",
+                    doc.api_version, doc.kind
+                ),
+            )),
+        }
+    }
+
+    /// Duplicate keys of the stream: kubectl refuses them.
+    fn duplicates(&mut self, source: &Source, duplicates: &[yaml::DuplicateKey]) {
+        for d in duplicates {
             let (line, column) = source.line_col(d.second.start);
             let diagnostic = Diagnostic::error(
                 rules::DuplicateKey::META.code,
@@ -458,7 +483,7 @@ fn lint_stream(
             .primary(d.second.clone(), "defined again here")
             .secondary(d.first.clone(), "first defined here")
             .help("keep one of them");
-            out.push(Reported {
+            self.push(Reported {
                 diagnostic,
                 object: None,
                 json_path: String::new(),
@@ -468,31 +493,32 @@ fn lint_stream(
         }
     }
 
-    // The suppressions that suppress nothing.
-    let mut suppressed: Vec<_> = std::mem::take(&mut out.suppressed).into_iter().collect();
-    suppressed.sort_by_key(|(i, _)| *i);
-    for (i, (codes, span, reported)) in suppressed {
-        for code in codes.iter().filter(|c| !reported.contains(&c.as_str())) {
-            let d = Diagnostic::warning(
-                UNUSED_SUPPRESSION,
-                format!(
-                    "`{IGNORE_ANNOTATION}` suppresses {code}, which reports nothing on {}",
-                    labels[i]
-                ),
-            )
-            .primary(span.clone(), "nothing to suppress")
-            .help("remove it, so that stale suppressions do not pile up");
-            let (line, column) = source.line_col(span.start);
-            out.push(Reported {
-                diagnostic: d,
-                object: Some(labels[i].clone()),
-                json_path: String::new(),
-                line,
-                column,
-            });
+    /// The suppressions that suppress nothing.
+    fn unused_suppressions(&mut self, source: &Source, labels: &[String]) {
+        let mut suppressed: Vec<_> = std::mem::take(&mut self.suppressed).into_iter().collect();
+        suppressed.sort_by_key(|(i, _)| *i);
+        for (i, (codes, span, reported)) in suppressed {
+            for code in codes.iter().filter(|c| !reported.contains(&c.as_str())) {
+                let d = Diagnostic::warning(
+                    UNUSED_SUPPRESSION,
+                    format!(
+                        "`{IGNORE_ANNOTATION}` suppresses {code}, which reports nothing on {}",
+                        labels[i]
+                    ),
+                )
+                .primary(span.clone(), "nothing to suppress")
+                .help("remove it, so that stale suppressions do not pile up");
+                let (line, column) = source.line_col(span.start);
+                self.push(Reported {
+                    diagnostic: d,
+                    object: Some(labels[i].clone()),
+                    json_path: String::new(),
+                    line,
+                    column,
+                });
+            }
         }
     }
-    Ok(out.finish(source))
 }
 
 /// The reports of one source, at most `cap` of them kept.
