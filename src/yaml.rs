@@ -140,12 +140,6 @@ pub fn parse_each(
     limits: Limits,
     on_document: &mut dyn FnMut(Node, &[Span]),
 ) -> Result<Stream, SyntaxError> {
-    let mut stream = Stream::default();
-    let mut stack: Vec<Open> = Vec::new();
-    let mut anchors: HashMap<usize, Node> = HashMap::new();
-    let mut nodes = 0usize;
-    let mut aliased = 0usize;
-    let mut documents = 0usize;
     // Markers count characters; in ASCII text (nearly every manifest) that is the byte offset.
     let ascii = source.text().is_ascii();
     let at = |m: saphyr_parser::Marker| {
@@ -154,6 +148,16 @@ pub fn parse_each(
         } else {
             source.offset(m.line(), m.col())
         }
+    };
+    let mut builder = Builder {
+        source,
+        limits,
+        stream: Stream::default(),
+        stack: Vec::new(),
+        anchors: HashMap::new(),
+        nodes: 0,
+        aliased: 0,
+        documents: 0,
     };
     for event in Parser::new_from_str(source.text()) {
         let (event, span) = event.map_err(|e| {
@@ -166,156 +170,213 @@ pub fn parse_each(
         let start = at(span.start);
         let complete = match event {
             Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => None,
-            Event::DocumentStart(_) => {
-                if documents >= limits.max_documents {
-                    return Err(SyntaxError {
-                        message: format!("more than {} documents", limits.max_documents),
-                        span: start..start,
-                    });
-                }
-                // Anchors and the node budget are per document: a bomb is one document.
-                anchors.clear();
-                nodes = 0;
-                None
-            }
-            Event::Alias(id) => {
-                let node = anchors.get(&id).cloned().ok_or_else(|| SyntaxError {
-                    message: "alias to an unknown anchor".into(),
-                    span: start..start,
-                })?;
-                let n = count(&node);
-                nodes += n;
-                aliased += n;
-                if aliased > limits.max_alias_nodes {
-                    return Err(SyntaxError {
-                        message: format!(
-                            "aliases expand into more than {} nodes (a \"billion laughs\" bomb?)",
-                            limits.max_alias_nodes
-                        ),
-                        span: start..start,
-                    });
-                }
-                Some((node, 0, false))
-            }
+            Event::DocumentStart(_) => builder.document(start)?,
+            Event::Alias(id) => Some(builder.alias(id, start)?),
             Event::Scalar(text, style, anchor, tag) => {
-                if text.len() > limits.max_scalar_bytes {
-                    return Err(SyntaxError {
-                        message: format!(
-                            "a scalar of {} bytes, over the limit of {}",
-                            text.len(),
-                            limits.max_scalar_bytes
-                        ),
-                        span: start..start,
-                    });
-                }
-                let value = resolve(&text, style, tag.as_deref());
-                // A merge key is a plain `<<` (or one tagged `!!merge`), as go-yaml reads it.
-                let merge = text == "<<"
-                    && match tag.as_deref() {
-                        None => style == ScalarStyle::Plain,
-                        Some(t) => {
-                            (t.is_yaml_core_schema() || t.handle == "!!") && t.suffix == "merge"
-                        }
-                    };
-                // The parser ends a quoted scalar's span after what follows it on the line
-                // (a comment): end it at its closing quote, so a label or a mask covers the
-                // scalar alone.
-                let end = match style {
-                    ScalarStyle::DoubleQuoted | ScalarStyle::SingleQuoted => {
-                        quoted_end(source.text(), start)
-                    }
-                    _ => None,
-                }
-                .unwrap_or_else(|| at(span.end).max(start));
-                if style == ScalarStyle::Plain && tag.is_none() && is_yaml11_boolean(&text) {
-                    stream.yaml11_booleans.push(start..end);
-                }
-                nodes += 1;
-                Some((
-                    Node {
-                        value,
-                        span: start..end,
-                    },
-                    anchor,
-                    merge,
-                ))
+                let end = at(span.end);
+                Some(builder.scalar(&text, style, anchor, tag.as_deref(), start, end)?)
             }
-            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
-                if stack.len() >= limits.max_depth {
-                    return Err(SyntaxError {
-                        message: format!("nesting deeper than {} levels", limits.max_depth),
-                        span: start..start,
-                    });
-                }
-                stack.push(if matches!(event, Event::SequenceStart(..)) {
-                    Open::Seq {
-                        start,
-                        anchor,
-                        items: Vec::new(),
-                    }
-                } else {
-                    Open::Map {
-                        start,
-                        anchor,
-                        entries: Vec::new(),
-                        key: None,
-                        seen: HashMap::new(),
-                        merge: None,
-                    }
-                });
-                None
-            }
-            Event::SequenceEnd | Event::MappingEnd => {
-                nodes += 1;
-                match stack.pop() {
-                    None => None,
-                    Some(Open::Seq {
-                        start,
-                        anchor,
-                        mut items,
-                    }) => {
-                        // Growth by doubling leaves up to half of a list unused: a tree of
-                        // small mappings holds twice its size without this.
-                        items.shrink_to_fit();
-                        Some((node(Value::Seq(items), start, source.text()), anchor, false))
-                    }
-                    Some(Open::Map {
-                        start,
-                        anchor,
-                        mut entries,
-                        mut seen,
-                        merge,
-                        ..
-                    }) => {
-                        if let Some((_, value)) = merge {
-                            merge_into(&mut entries, &mut seen, value)?;
-                        }
-                        entries.shrink_to_fit();
-                        Some((
-                            node(Value::Map(entries), start, source.text()),
-                            anchor,
-                            false,
-                        ))
-                    }
-                }
-            }
+            Event::SequenceStart(anchor, _) => builder.open(true, anchor, start)?,
+            Event::MappingStart(anchor, _) => builder.open(false, anchor, start)?,
+            Event::SequenceEnd | Event::MappingEnd => builder.close()?,
         };
-        if nodes > limits.max_nodes {
+        if builder.nodes > limits.max_nodes {
             return Err(SyntaxError {
                 message: format!("more than {} nodes in one document", limits.max_nodes),
                 span: start..start,
             });
         }
-        let Some((node, anchor, merge_key)) = complete else {
-            continue;
-        };
-        if anchor != 0 {
-            anchors.insert(anchor, node.clone());
+        if let Some((node, anchor, merge_key)) = complete {
+            builder.attach(node, anchor, merge_key, on_document);
         }
-        match stack.last_mut() {
+    }
+    Ok(builder.stream)
+}
+
+/// A node completed by an event: the node, its anchor id (0: none), and whether it is a merge
+/// key (`<<`).
+type Completed = (Node, usize, bool);
+
+/// The state of one parse: the collections being built, the anchors of the document, and the
+/// budgets spent so far.
+struct Builder<'s> {
+    source: &'s Source,
+    limits: Limits,
+    stream: Stream,
+    stack: Vec<Open>,
+    anchors: HashMap<usize, Node>,
+    nodes: usize,
+    aliased: usize,
+    documents: usize,
+}
+
+impl Builder<'_> {
+    fn error(message: String, at: usize) -> SyntaxError {
+        SyntaxError {
+            message,
+            span: at..at,
+        }
+    }
+
+    /// A document starts: anchors and the node budget are per document (a bomb is one).
+    fn document(&mut self, start: usize) -> Result<Option<Completed>, SyntaxError> {
+        if self.documents >= self.limits.max_documents {
+            let message = format!("more than {} documents", self.limits.max_documents);
+            return Err(Self::error(message, start));
+        }
+        self.anchors.clear();
+        self.nodes = 0;
+        Ok(None)
+    }
+
+    /// A copy of an anchored node, charged to the stream's alias budget.
+    fn alias(&mut self, id: usize, start: usize) -> Result<Completed, SyntaxError> {
+        let node = self
+            .anchors
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| Self::error("alias to an unknown anchor".into(), start))?;
+        let n = count(&node);
+        self.nodes += n;
+        self.aliased += n;
+        if self.aliased > self.limits.max_alias_nodes {
+            let message = format!(
+                "aliases expand into more than {} nodes (a \"billion laughs\" bomb?)",
+                self.limits.max_alias_nodes
+            );
+            return Err(Self::error(message, start));
+        }
+        Ok((node, 0, false))
+    }
+
+    /// A scalar, resolved as YAML 1.2's core schema reads it.
+    fn scalar(
+        &mut self,
+        text: &str,
+        style: ScalarStyle,
+        anchor: usize,
+        tag: Option<&Tag>,
+        start: usize,
+        end: usize,
+    ) -> Result<Completed, SyntaxError> {
+        if text.len() > self.limits.max_scalar_bytes {
+            let message = format!(
+                "a scalar of {} bytes, over the limit of {}",
+                text.len(),
+                self.limits.max_scalar_bytes
+            );
+            return Err(Self::error(message, start));
+        }
+        let value = resolve(text, style, tag);
+        // A merge key is a plain `<<` (or one tagged `!!merge`), as go-yaml reads it.
+        let merge = text == "<<"
+            && match tag {
+                None => style == ScalarStyle::Plain,
+                Some(t) => (t.is_yaml_core_schema() || t.handle == "!!") && t.suffix == "merge",
+            };
+        // The parser ends a quoted scalar's span after what follows it on the line (a
+        // comment): end it at its closing quote, so a label or a mask covers the scalar alone.
+        let end = match style {
+            ScalarStyle::DoubleQuoted | ScalarStyle::SingleQuoted => {
+                quoted_end(self.source.text(), start)
+            }
+            _ => None,
+        }
+        .unwrap_or_else(|| end.max(start));
+        if style == ScalarStyle::Plain && tag.is_none() && is_yaml11_boolean(text) {
+            self.stream.yaml11_booleans.push(start..end);
+        }
+        self.nodes += 1;
+        Ok((
+            Node {
+                value,
+                span: start..end,
+            },
+            anchor,
+            merge,
+        ))
+    }
+
+    /// A sequence or mapping starts, within the depth limit.
+    fn open(
+        &mut self,
+        sequence: bool,
+        anchor: usize,
+        start: usize,
+    ) -> Result<Option<Completed>, SyntaxError> {
+        if self.stack.len() >= self.limits.max_depth {
+            let message = format!("nesting deeper than {} levels", self.limits.max_depth);
+            return Err(Self::error(message, start));
+        }
+        self.stack.push(if sequence {
+            Open::Seq {
+                start,
+                anchor,
+                items: Vec::new(),
+            }
+        } else {
+            Open::Map {
+                start,
+                anchor,
+                entries: Vec::new(),
+                key: None,
+                seen: HashMap::new(),
+                merge: None,
+            }
+        });
+        Ok(None)
+    }
+
+    /// A sequence or mapping ends (its merge key resolved).
+    fn close(&mut self) -> Result<Option<Completed>, SyntaxError> {
+        self.nodes += 1;
+        let text = self.source.text();
+        Ok(match self.stack.pop() {
+            None => None,
+            Some(Open::Seq {
+                start,
+                anchor,
+                mut items,
+            }) => {
+                // Growth by doubling leaves up to half of a list unused: a tree of small
+                // mappings holds twice its size without this.
+                items.shrink_to_fit();
+                Some((node(Value::Seq(items), start, text), anchor, false))
+            }
+            Some(Open::Map {
+                start,
+                anchor,
+                mut entries,
+                mut seen,
+                merge,
+                ..
+            }) => {
+                if let Some((_, value)) = merge {
+                    merge_into(&mut entries, &mut seen, value)?;
+                }
+                entries.shrink_to_fit();
+                Some((node(Value::Map(entries), start, text), anchor, false))
+            }
+        })
+    }
+
+    /// Put a completed node where it belongs: a document, an item, a key or a value (a second
+    /// key of a mapping is a duplicate, kept out of the tree and reported).
+    fn attach(
+        &mut self,
+        node: Node,
+        anchor: usize,
+        merge_key: bool,
+        on_document: &mut dyn FnMut(Node, &[Span]),
+    ) {
+        if anchor != 0 {
+            self.anchors.insert(anchor, node.clone());
+        }
+        let duplicates = &mut self.stream.duplicates;
+        match self.stack.last_mut() {
             None => {
-                documents += 1;
-                on_document(node, &stream.yaml11_booleans);
+                self.documents += 1;
+                on_document(node, &self.stream.yaml11_booleans);
             }
             Some(Open::Seq { items, .. }) => items.push(node),
             Some(Open::Map {
@@ -328,8 +389,8 @@ pub fn parse_each(
                 None => *key = Some((node, merge_key)),
                 Some((k, true)) => match merge {
                     None => *merge = Some((k, node)),
-                    Some((first, _)) if stream.duplicates.len() < MAX_DUPLICATES => {
-                        stream.duplicates.push(DuplicateKey {
+                    Some((first, _)) if duplicates.len() < MAX_DUPLICATES => {
+                        duplicates.push(DuplicateKey {
                             key: "<<".into(),
                             first: first.span.clone(),
                             second: k.span,
@@ -341,14 +402,13 @@ pub fn parse_each(
                     let name = key_text(&k);
                     if let Some(&first) = seen.get(&name) {
                         // Enough to report; a hostile stream of them cannot fill memory.
-                        if stream.duplicates.len() >= MAX_DUPLICATES {
-                            continue;
+                        if duplicates.len() < MAX_DUPLICATES {
+                            duplicates.push(DuplicateKey {
+                                key: name,
+                                first: entries[first].0.span.clone(),
+                                second: k.span,
+                            });
                         }
-                        stream.duplicates.push(DuplicateKey {
-                            key: name,
-                            first: entries[first].0.span.clone(),
-                            second: k.span,
-                        });
                     } else {
                         seen.insert(name, entries.len());
                         entries.push((k, node));
@@ -357,7 +417,6 @@ pub fn parse_each(
             },
         }
     }
-    Ok(stream)
 }
 
 /// Resolve a merge key (`<<: *defaults`, `<<: [*a, *b]`) the way go-yaml, and so kubectl,
