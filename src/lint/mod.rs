@@ -68,6 +68,11 @@ macro_rules! rule {
                 doc: concat!($($doc, "\n"),*),
             };
         }
+        impl $crate::lint::HasMeta for $name {
+            fn meta(&self) -> &'static $crate::lint::Meta {
+                &Self::META
+            }
+        }
     };
 }
 
@@ -160,8 +165,7 @@ impl Findings {
 }
 
 /// A rule.
-pub trait Rule: Sync {
-    fn meta(&self) -> &'static Meta;
+pub trait Rule: HasMeta + Sync {
     /// Findings in one document.
     fn check(&self, _doc: &Document, _out: &mut Findings) {}
     /// Findings about how documents of one stream relate (a Job and its Service), reported
@@ -173,6 +177,11 @@ pub trait Rule: Sync {
     fn keeps(&self, _doc: &Document) -> Vec<Vec<Step>> {
         Vec::new()
     }
+}
+
+/// What a rule is; `rule!` implements it from the declaration.
+pub trait HasMeta {
+    fn meta(&self) -> &'static Meta;
 }
 
 /// A finding with its rule and document, ready to report.

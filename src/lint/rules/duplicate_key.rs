@@ -1,4 +1,4 @@
-use crate::lint::{Meta, Rule};
+use crate::lint::Rule;
 
 crate::rule! {
     /// What it checks: a mapping that has the same key twice.
@@ -17,8 +17,4 @@ crate::rule! {
     }
 }
 
-impl Rule for DuplicateKey {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-}
+impl Rule for DuplicateKey {}

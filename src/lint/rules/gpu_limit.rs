@@ -1,5 +1,5 @@
 use crate::lint::pods::{ALL_CONTAINERS, container_name, containers, scalar_text};
-use crate::lint::{Document, Finding, Findings, Meta, Rule};
+use crate::lint::{Document, Finding, Findings, Rule};
 use crate::quantity;
 use crate::yaml::{Node, Step, Value, key_text};
 
@@ -29,10 +29,6 @@ crate::rule! {
 }
 
 impl Rule for GpuLimit {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-
     fn check(&self, doc: &Document, out: &mut Findings) {
         for (path, container) in containers(doc, ALL_CONTAINERS) {
             let Some(resources) = container.get("resources") else {

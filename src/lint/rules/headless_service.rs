@@ -1,5 +1,5 @@
 use crate::lint::pods::{is_indexed, job_spec, scalar_text};
-use crate::lint::{Document, Finding, Meta, Rule, steps};
+use crate::lint::{Document, Finding, Rule, steps};
 use crate::yaml::{Node, Step, Value, key_text};
 use std::collections::HashSet;
 
@@ -34,10 +34,6 @@ crate::rule! {
 }
 
 impl Rule for HeadlessService {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-
     /// Of Services, what makes them fit; of Indexed Jobs with a subdomain, what relates them
     /// to a Service.
     fn keeps(&self, doc: &Document) -> Vec<Vec<Step>> {

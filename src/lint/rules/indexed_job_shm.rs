@@ -1,5 +1,5 @@
 use crate::lint::pods::{container_name, containers, is_indexed, job_spec};
-use crate::lint::{Document, Finding, Findings, Meta, Rule, steps};
+use crate::lint::{Document, Finding, Findings, Rule, steps};
 use crate::yaml::{Node, Step, Value, key_text};
 
 crate::rule! {
@@ -33,10 +33,6 @@ crate::rule! {
 const HELP: &str = "add a volume `{name: shm, emptyDir: {medium: Memory, sizeLimit: 16Gi}}` and mount it at `/dev/shm` in the container";
 
 impl Rule for IndexedJobShm {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-
     fn check(&self, doc: &Document, out: &mut Findings) {
         let Some((_, spec)) = job_spec(doc) else {
             return;

@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Findings, Meta, Rule, walk_strings};
+use crate::lint::{Document, Finding, Findings, Rule, walk_strings};
 use crate::secrets;
 use crate::yaml::{Step, Value};
 
@@ -26,10 +26,6 @@ crate::rule! {
 }
 
 impl Rule for InlineCredential {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-
     fn check(&self, doc: &Document, out: &mut Findings) {
         walk_strings(doc.root, &mut Vec::new(), &mut |path, node, value| {
             // Every credential shape is 12 characters or more, but a password in a URL (`@`).

@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Findings, Meta, Rule, steps};
+use crate::lint::{Document, Finding, Findings, Rule, steps};
 use crate::names::MAX_LABEL;
 use crate::yaml::Value;
 
@@ -27,10 +27,6 @@ crate::rule! {
 }
 
 impl Rule for JobNameLength {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-
     fn check(&self, doc: &Document, out: &mut Findings) {
         if doc.kind != "Job" {
             return;

@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Findings, Meta, Rule};
+use crate::lint::{Document, Finding, Findings, Rule};
 use crate::yaml::{Step, Value};
 
 crate::rule! {
@@ -30,10 +30,6 @@ crate::rule! {
 const HELP: &str = "set `restartPolicy: Never` in the pod template (the right choice for training; `OnFailure` is accepted too)";
 
 impl Rule for JobRestartPolicy {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-
     fn check(&self, doc: &Document, out: &mut Findings) {
         if !doc.api_version.starts_with("batch/") || !matches!(doc.kind, "Job" | "CronJob") {
             return;

@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Findings, Meta, Rule, steps};
+use crate::lint::{Document, Finding, Findings, Rule, steps};
 use crate::yaml::Value;
 
 crate::rule! {
@@ -27,10 +27,6 @@ crate::rule! {
 }
 
 impl Rule for JobTtl {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-
     fn check(&self, doc: &Document, out: &mut Findings) {
         if doc.kind != "Job" || doc.api_version != "batch/v1" {
             return;

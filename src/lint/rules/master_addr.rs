@@ -1,5 +1,5 @@
 use crate::lint::pods::env_values;
-use crate::lint::{Document, Finding, Findings, Meta, Rule, steps};
+use crate::lint::{Document, Finding, Findings, Rule, steps};
 use crate::names::is_dns1123_label;
 use crate::yaml::Value;
 
@@ -28,10 +28,6 @@ crate::rule! {
 }
 
 impl Rule for MasterAddr {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-
     fn check(&self, doc: &Document, out: &mut Findings) {
         let text = |path: &str| match doc.at(&steps(path)).map(|n| &n.value) {
             Some(Value::Str(s)) => Some(s.as_str()),

@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Meta, Rule};
+use crate::lint::{Document, Finding, Rule};
 use crate::yaml::{Node, Step, Value};
 
 crate::rule! {
@@ -28,10 +28,6 @@ crate::rule! {
 }
 
 impl Rule for NvcrPullSecret {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-
     /// ServiceAccounts' pull secrets, and the pod specs that could be reported: an nvcr.io
     /// image and no pull secret of their own.
     fn keeps(&self, doc: &Document) -> Vec<Vec<Step>> {

@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Findings, Meta, Rule};
+use crate::lint::{Document, Finding, Findings, Rule};
 use crate::secrets;
 use crate::yaml::{Step, Value};
 
@@ -22,10 +22,6 @@ crate::rule! {
 }
 
 impl Rule for SecretData {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-
     fn check(&self, doc: &Document, out: &mut Findings) {
         if doc.kind != "Secret" {
             return;

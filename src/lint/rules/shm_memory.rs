@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Findings, Meta, Rule};
+use crate::lint::{Document, Finding, Findings, Rule};
 use crate::quantity;
 use crate::yaml::{Node, Step, Value};
 
@@ -26,10 +26,6 @@ crate::rule! {
 }
 
 impl Rule for ShmMemory {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-
     fn check(&self, doc: &Document, out: &mut Findings) {
         let Some((pod, spec)) = doc.pod_spec() else {
             return;

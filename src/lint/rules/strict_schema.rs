@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Findings, Meta, Rule};
+use crate::lint::{Document, Finding, Findings, Rule};
 use crate::schema;
 use crate::yaml::Step;
 
@@ -23,10 +23,6 @@ crate::rule! {
 }
 
 impl Rule for StrictSchema {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-
     fn check(&self, doc: &Document, out: &mut Findings) {
         let Some(validator) = schema::validator_for(doc.api_version, doc.kind) else {
             return;

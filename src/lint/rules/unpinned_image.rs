@@ -1,5 +1,5 @@
 use crate::lint::pods::{ALL_CONTAINERS, container_name, containers};
-use crate::lint::{Document, Finding, Findings, Meta, Rule};
+use crate::lint::{Document, Finding, Findings, Rule};
 use crate::yaml::{Step, Value};
 
 crate::rule! {
@@ -29,10 +29,6 @@ crate::rule! {
 }
 
 impl Rule for UnpinnedImage {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-
     fn check(&self, doc: &Document, out: &mut Findings) {
         for (mut path, container) in containers(doc, ALL_CONTAINERS) {
             let Some(node) = container.get("image") else {

@@ -1,5 +1,5 @@
 use crate::lint::pods::env_values;
-use crate::lint::{Document, Finding, Findings, Meta, Rule, steps};
+use crate::lint::{Document, Finding, Findings, Rule, steps};
 use crate::yaml::Value;
 
 crate::rule! {
@@ -26,10 +26,6 @@ crate::rule! {
 }
 
 impl Rule for WorldSize {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-
     fn check(&self, doc: &Document, out: &mut Findings) {
         let indexed = matches!(doc.at(&steps("spec.completionMode")).map(|n| &n.value), Some(Value::Str(m)) if m == "Indexed");
         let Some(Value::Int(completions)) = doc.at(&steps("spec.completions")).map(|n| &n.value)

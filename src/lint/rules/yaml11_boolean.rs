@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Findings, Meta, Rule, walk_strings};
+use crate::lint::{Document, Finding, Findings, Rule, walk_strings};
 use crate::yaml::Step;
 
 crate::rule! {
@@ -25,10 +25,6 @@ crate::rule! {
 }
 
 impl Rule for Yaml11Boolean {
-    fn meta(&self) -> &'static Meta {
-        &Self::META
-    }
-
     fn check(&self, doc: &Document, out: &mut Findings) {
         if doc.yaml11_booleans.is_empty() {
             return;
