@@ -54,6 +54,10 @@ pair = ("---\napiVersion: batch/v1\nkind: Job\nmetadata: {{name: j{i}}}\nspec:\n
         "kind: Service\nmetadata: {{name: s{i}}}\nspec: {{clusterIP: None, selector: "
         "{{a: b}}}}\n")
 put("findings.yaml", "".join(pair.format(i=i) for i in range(24000)))
+env = "".join("      - {name: DB_PASSWORD_%d, value: \"Fake%dPassw0rdNotReal\"}\n" % (i, i) for i in range(199990))
+put("passwords.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: c\n      image: \"nvcr.io/x:1\"\n      env:\n" + env)
+bad = "".join("      - {name: V%d, value: x, bogus: 1}\n" % i for i in range(140000))
+put("schema-errors.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: c\n      image: \"nvcr.io/x:1\"\n      env:\n" + bad)
 os.makedirs(os.path.join(d, "loop"))
 put("loop/job.yaml.j2", "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}")
 EOF
@@ -75,6 +79,8 @@ cases=(
   "100k-node request|\"\$bin\" render \"\$work/many-nodes-request.yaml\""
   "48,000 documents of findings, text|\"\$bin\" lint --format text \"\$work/findings.yaml\""
   "48,000 documents of findings, json|\"\$bin\" lint --format json \"\$work/findings.yaml\""
+  "a Pod with 199,990 inline passwords, lint|\"\$bin\" lint \"\$work/passwords.yaml\""
+  "a Pod with 140,000 schema errors, lint|\"\$bin\" lint \"\$work/schema-errors.yaml\""
   "a template loop|\"\$bin\" render --templates \"\$work/loop\" examples/dino-train.yaml"
 )
 
