@@ -233,7 +233,22 @@ fn collect(node: &crate::yaml::Node, key: &str, out: &mut Vec<String>) {
                 .into_iter()
                 .map(|f| s[f.range].to_string()),
         ),
-        Value::Seq(items) => items.iter().for_each(|item| collect(item, key, out)),
+        Value::Seq(items) => {
+            // An argv: a value is a credential next to its option (`[--token, X]`, `-pX`).
+            let words: Vec<&str> = items
+                .iter()
+                .map(|n| match &n.value {
+                    Value::Str(s) => s.as_str(),
+                    _ => "",
+                })
+                .collect();
+            out.extend(
+                crate::secrets::scan_argv(&words)
+                    .into_iter()
+                    .map(|(i, f)| words[i][f.range].to_string()),
+            );
+            items.iter().for_each(|item| collect(item, key, out))
+        }
         Value::Map(entries) => {
             for (k, v) in entries {
                 let name = crate::yaml::key_text(k);

@@ -866,6 +866,16 @@ fn naming(c: &mut Checker, req: &ActionRequest) {
 
 /// No string anywhere in the request may look like a credential.
 fn credentials_anywhere(c: &mut Checker, node: &Node, at: &mut Vec<Step>) {
+    let refuse = |c: &mut Checker, at: &[Step], f: &secrets::Finding, s: &str| {
+        let shown = secrets::mask(&s[f.range.clone()]);
+        c.error(
+            CREDENTIAL,
+            at,
+            format!("{} is written into the request (`{shown}`)", f.what),
+            "credential-shaped value",
+            Some("never put credentials in a request: the driver script reads them from the submitter's environment into a Secret; name them in `credentials.extra`".into()),
+        );
+    };
     match &node.value {
         Value::Str(s) => {
             let name = match at.last() {
@@ -873,18 +883,33 @@ fn credentials_anywhere(c: &mut Checker, node: &Node, at: &mut Vec<Step>) {
                 _ => "",
             };
             if let Some(f) = secrets::scan_assignment(name, s).first() {
-                let shown = secrets::mask(&s[f.range.clone()]);
-                c.error(
-                    CREDENTIAL,
-                    at,
-                    format!("{} is written into the request (`{shown}`)", f.what),
-                    "credential-shaped value",
-                    Some("never put credentials in a request: the driver script reads them from the submitter's environment into a Secret; name them in `credentials.extra`".into()),
-                );
+                refuse(c, at, f, s);
             }
         }
         Value::Seq(items) => {
+            // An argv (`command.args`, `command.config.argv`): option values across elements
+            // (`[--token, X]`, `[mysql, -pX]`), reported on the value's element.
+            let argv = [path("spec.command.args"), path("spec.command.config.argv")].contains(at);
+            let words: Vec<&str> = items
+                .iter()
+                .map(|n| match &n.value {
+                    Value::Str(s) => s.as_str(),
+                    _ => "",
+                })
+                .collect();
+            let mut flagged = Vec::new();
+            if argv {
+                for (i, f) in secrets::scan_argv(&words) {
+                    at.push(Step::Index(i));
+                    refuse(c, at, &f, words[i]);
+                    at.pop();
+                    flagged.push(i);
+                }
+            }
             for (i, item) in items.iter().enumerate() {
+                if flagged.contains(&i) {
+                    continue;
+                }
                 at.push(Step::Index(i));
                 credentials_anywhere(c, item, at);
                 at.pop();

@@ -1,22 +1,31 @@
 use crate::lint::{Document, Finding, Findings, Rule, walk_strings};
 use crate::secrets;
-use crate::yaml::{Step, Value};
+use crate::yaml::{Node, Step, Value};
 
 crate::rule! {
     /// What it checks: every string of an object (env values, command and args, `sh -c`
-    /// scripts, labels and annotations, ConfigMap data, URLs) for a credential: AWS keys, NGC
-    /// API keys, Hugging Face, GitHub and Slack tokens, PEM private keys, JWTs, passwords in
-    /// URLs, docker config auths, and high-entropy values assigned to names that say KEY,
-    /// TOKEN, SECRET, PASSWORD or CREDENTIAL.
+    /// scripts, probe `httpHeaders` and lifecycle hooks, labels and annotations and their keys,
+    /// ConfigMap data, URLs) for a credential: provider tokens by their format (AWS, NGC,
+    /// Hugging Face, GitHub with its checksum, GitLab, Slack tokens and webhook URLs, Stripe
+    /// secret keys, OpenAI, Google, Azure connection strings, npm, PyPI, JWTs), PEM private keys,
+    /// passwords in URLs, docker config auths, option values (`--password X` across argv
+    /// elements, `mysql -pX`, `curl -u user:secret`, `redis-cli -a X`, `docker login -p X`),
+    /// `Authorization: Bearer/Basic` headers, credential files (`.netrc`, `.pgpass`, Maven
+    /// `settings.xml`, `.npmrc`, `.pypirc`, INI/properties/dotenv, htpasswd lines), any real
+    /// value under a PASSWORD name, and random values under KEY, TOKEN, SECRET or CREDENTIAL
+    /// names.
     ///
     /// Why it matters: a manifest is committed, reviewed, printed in CI logs and stored by the
     /// API server in plain text; a credential in it is a leaked credential.
     ///
-    /// Example: `env: [{name: HF_TOKEN, value: hf_…}]`.
+    /// Example: `env: [{name: HF_TOKEN, value: hf_…}]`, `args: [--token, …]`.
     ///
     /// Fix: keep the value in a Secret and reference it (`valueFrom.secretKeyRef` or
-    /// `envFrom.secretRef`). References (`$(VAR)`, `${VAR}`), digests, UUIDs and obvious
-    /// placeholders (`changeme`, `<your-key>`, values ending in EXAMPLE) are not findings.
+    /// `envFrom.secretRef`). Not findings, and not notes either (they are what a template is
+    /// meant to hold): references (`$(VAR)`, `${VAR}`, `{{ … }}`), placeholders (`changeme`,
+    /// `<your-token>`, `REPLACE_ME`, values ending in EXAMPLE), encrypted values (SealedSecret
+    /// `encryptedData`, SOPS `ENC[…]`, age/PGP messages), public keys (Stripe `pk_`, reCAPTCHA
+    /// site keys, SSH/PGP public keys), digests, UUIDs and ULIDs.
     pub struct InlineCredential {
         code: "TK101",
         name: "inline-credential",
@@ -27,31 +36,115 @@ crate::rule! {
 
 impl Rule for InlineCredential {
     fn check(&self, doc: &Document, out: &mut Findings) {
-        walk_strings(doc.root, &mut Vec::new(), &mut |path, node, value| {
-            // Every credential shape is 12 characters or more, but a password in a URL (`@`).
-            if value.len() < 12 && !value.contains('@') {
+        // A SealedSecret holds ciphertext only: its controller decrypts it in the cluster.
+        if doc.kind == "SealedSecret" {
+            return;
+        }
+        let report = |out: &mut Findings,
+                      f: &secrets::Finding,
+                      text: &str,
+                      path: &[Step],
+                      node: &Node| {
+            out.push(Finding {
+                message: format!("{} inline (`{}`)", f.what, secrets::mask(&text[f.range.clone()])),
+                help: Some("move it to a Secret and reference it with `valueFrom.secretKeyRef` or `envFrom.secretRef`".into()),
+                path: path.to_vec(),
+                span: node.span.clone(),
+            });
+        };
+        // Argv lists first (`command` + `args` of containers and exec hooks): an option's value
+        // is only a credential next to its option.
+        let mut flagged: Vec<Vec<Step>> = Vec::new();
+        walk_maps(doc.root, &mut Vec::new(), &mut |path, entries| {
+            let list = |key: &str| {
+                entries
+                    .iter()
+                    .find_map(|(k, v)| match (&k.value, &v.value) {
+                        (Value::Str(k), Value::Seq(items)) if k == key => Some(items.as_slice()),
+                        _ => None,
+                    })
+            };
+            let (command, args) = (list("command").unwrap_or(&[]), list("args").unwrap_or(&[]));
+            if command.is_empty() && args.is_empty() {
+                // Keys can hold a token too (a label or annotation key, an env name).
+                for (k, _) in entries {
+                    if let Value::Str(key) = &k.value
+                        && key.len() >= 12
+                        && let Some(f) = secrets::scan_text(key).first()
+                    {
+                        let mut at = path.to_vec();
+                        at.push(Step::Key(key.clone()));
+                        report(out, f, key, &at, k);
+                    }
+                }
                 return;
             }
-            // Secret data is reported whole by `secret-data`.
+            let words: Vec<&str> = command
+                .iter()
+                .chain(args)
+                .map(|n| match &n.value {
+                    Value::Str(s) => s.as_str(),
+                    _ => "",
+                })
+                .collect();
+            for (i, f) in secrets::scan_argv(&words) {
+                let (key, index, node) = if i < command.len() {
+                    ("command", i, &command[i])
+                } else {
+                    ("args", i - command.len(), &args[i - command.len()])
+                };
+                let mut at = path.to_vec();
+                at.extend([Step::Key(key.into()), Step::Index(index)]);
+                report(out, &f, words[i], &at, node);
+                flagged.push(at);
+            }
+        });
+        walk_strings(doc.root, &mut Vec::new(), &mut |path, node, value| {
+            if flagged.iter().any(|f| f == path) {
+                return;
+            }
+            // Secret data is reported whole by `secret-data`; encrypted data is not secret.
             if doc.kind == "Secret"
                 && matches!(path.first(), Some(Step::Key(k)) if k == "data" || k == "stringData")
+                || path
+                    .iter()
+                    .any(|s| matches!(s, Step::Key(k) if k == "encryptedData"))
             {
                 return;
             }
             let binary = doc.kind == "ConfigMap"
                 && matches!(path.first(), Some(Step::Key(k)) if k == "binaryData");
-            let decoded = binary.then(|| decode_base64(value)).flatten();
+            let decoded = binary.then(|| secrets::decode_base64(value)).flatten();
             let text = decoded.as_deref().unwrap_or(value);
-            let findings = secrets::scan_assignment(name_of(doc, path), text);
-            if let Some(f) = findings.first() {
-                out.push(Finding {
-                    message: format!("{} inline (`{}`)", f.what, secrets::mask(&text[f.range.clone()])),
-                    help: Some("move it to a Secret and reference it with `valueFrom.secretKeyRef` or `envFrom.secretRef`".into()),
-                    path: path.to_vec(),
-                    span: node.span.clone(),
-                });
+            if let Some(f) = secrets::scan_assignment(name_of(doc, path), text).first() {
+                report(out, f, text, path, node);
             }
         });
+    }
+}
+
+/// A map's entries, in document order.
+type Entries = [(Node, Node)];
+
+/// Every map of the tree with its path, outermost first.
+fn walk_maps(node: &Node, path: &mut Vec<Step>, f: &mut dyn FnMut(&[Step], &Entries)) {
+    match &node.value {
+        Value::Map(entries) => {
+            f(path, entries);
+            for (k, v) in entries {
+                path.push(Step::Key(crate::yaml::key_text(k)));
+                walk_maps(v, path, f);
+                path.pop();
+            }
+        }
+        Value::Seq(items) => {
+            for (i, item) in items.iter().enumerate() {
+                path.push(Step::Index(i));
+                walk_maps(item, path, f);
+                path.pop();
+            }
+        }
+        _ => {}
     }
 }
 
@@ -66,43 +159,4 @@ fn name_of<'a>(doc: &'a Document, path: &'a [Step]) -> &'a str {
         return name;
     }
     last
-}
-
-/// Standard base64 (ConfigMap `binaryData`), when it decodes to UTF-8 text.
-fn decode_base64(text: &str) -> Option<String> {
-    let mut bits = 0u32;
-    let mut count = 0;
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    for c in text
-        .bytes()
-        .filter(|b| !b.is_ascii_whitespace() && *b != b'=')
-    {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
-        bits = (bits << 6) | u32::from(v);
-        count += 6;
-        if count >= 8 {
-            count -= 8;
-            out.push((bits >> count) as u8);
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn base64_decodes() {
-        assert_eq!(
-            super::decode_base64("aGVsbG8gd29ybGQ=").as_deref(),
-            Some("hello world")
-        );
-        assert_eq!(super::decode_base64("not base64!"), None);
-    }
 }

@@ -12,7 +12,8 @@ crate::rule! {
     ///
     /// Fix: create the Secret from the environment at deploy time (the tao-k8s driver script
     /// does: `kubectl create secret … --from-env-file`), or use an external secret store; commit
-    /// only the reference to it. Empty values and obvious placeholders are not findings.
+    /// only the reference to it. Empty values, obvious placeholders (also base64-encoded in
+    /// `data`) and SOPS-encrypted values (`ENC[…]`) are not findings.
     pub struct SecretData {
         code: "TK102",
         name: "secret-data",
@@ -34,7 +35,7 @@ impl Rule for SecretData {
                 let Value::Str(text) = &value.value else {
                     continue;
                 };
-                if text.is_empty() || secrets::is_placeholder(text) {
+                if secrets::is_safe_secret_value(text, field == "data") {
                     continue;
                 }
                 let name = crate::yaml::key_text(key);

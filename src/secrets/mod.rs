@@ -13,62 +13,57 @@
 //! False positives break CI, so references (`${VAR}`, `$(VAR)`, `{{ … }}`), placeholders, paths,
 //! URLs, digests, UUIDs and Kubernetes-style names are deliberately never findings.
 
+//! Credential detection: the one place that knows what a secret looks like.
+//!
+//! No credential may appear inline in a manifest or in a request; the request checks, the
+//! redaction lint (every string of any Kubernetes YAML), render's self-lint and the driver's
+//! lint before apply all ask this module, so the rules stay in one place. It is pure (no I/O)
+//! and has three layers, each with its own test table:
+//!
+//! * [`extract`]: where a value sits (assignments, argv pairs, shell words, credential files,
+//!   Authorization headers) and the name it is judged by;
+//! * [`recognise`]: the token catalogue (provider prefixes, checksums), the name model (KEY,
+//!   TOKEN, SECRET need a random value; PASSWORD takes any real value), the decoders;
+//! * [`dismiss`]: what is safe although it looks like a secret (encrypted, public by design,
+//!   digests and ids, placeholders and references). Placeholders are silent, never a note.
+//!
+//! One verdict type, [`Finding`]: the family (`kind`), a description, the byte range, a
+//! [`Confidence`] and the reason.
+
+mod dismiss;
+mod extract;
+mod recognise;
+
+pub use dismiss::is_placeholder;
+use extract::Candidate;
+use recognise::*;
 use regex::Regex;
 use std::ops::Range;
 use std::sync::LazyLock;
 
-/// One credential-shaped run inside a string.
+/// How sure a verdict is: `High` for a provider's own format (checksum valid where it has
+/// one) or a structure (PEM, URL password), `Medium` for the name model and option values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Confidence {
+    Medium,
+    High,
+}
+
+/// One credential-shaped run inside a string: the verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
-    /// Stable short id of the shape, e.g. "aws-access-key-id", "ngc-api-key", "private-key",
+    /// Stable short id of the family, e.g. "aws-access-key-id", "github-token", "password",
     /// "assigned-secret".
     pub kind: &'static str,
     /// Human description, e.g. "an AWS access key id".
     pub what: &'static str,
     /// Byte range of the credential inside the scanned text.
     pub range: Range<usize>,
+    pub confidence: Confidence,
+    /// Why it is a credential, e.g. "a GitHub token with a valid CRC32 checksum".
+    pub reason: &'static str,
 }
 
-/// A shape's stable id and description.
-type Shape = (&'static str, &'static str);
-const URL_PASSWORD: Shape = ("url-password", "a password in a URL");
-const AWS_KEY_ID: Shape = ("aws-access-key-id", "an AWS access key id");
-const AWS_SECRET: Shape = ("aws-secret-access-key", "an AWS secret access key");
-const NGC: Shape = ("ngc-api-key", "an NGC API key");
-const HF: Shape = ("huggingface-token", "a Hugging Face token");
-const GITHUB: Shape = ("github-token", "a GitHub token");
-const SLACK: Shape = ("slack-token", "a Slack token");
-const JWT: Shape = ("jwt", "a JSON Web Token");
-const PRIVATE_KEY: Shape = ("private-key", "a PEM private key");
-const DOCKER: Shape = ("docker-config-auth", "a docker config registry auth");
-const ASSIGNED: Shape = ("assigned-secret", "a secret assigned to a credential name");
-
-/// Shapes recognised by their own prefix/structure. A `(?P<s>…)` group narrows the finding (a
-/// URL's password only); otherwise the whole match is the credential. Earlier entries win.
-/// Unsigned JWTs (`alg: none`) have an empty third segment and are still bearer tokens.
-#[rustfmt::skip]
-const SHAPES: [(Shape, &str); 7] = [
-    (URL_PASSWORD, r#"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@]*:(?P<s>[^\s/?#"'<>`\\]+)@"#),
-    (AWS_KEY_ID, r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b"),
-    (NGC, r"\bnvapi-[A-Za-z0-9_-]{40,}"),
-    (HF, r"\bhf_[A-Za-z0-9]{34,}\b"),
-    (GITHUB, r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b"),
-    (SLACK, r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    (JWT, r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*"),
-];
-/// A value in `name=value` / `name: value` / `--name value`: quoted, or a bare run up to a shell
-/// or flow-collection delimiter.
-const VALUE: &str = r#"(?:"([^"\n]*)"|'([^'\n]*)'|([^\s"'`;&|,}\]]+))"#;
-
-fn re(pattern: &str) -> Regex {
-    Regex::new(pattern).expect("secrets.rs patterns are valid")
-}
-
-/// All shapes at once: one pass tells which of them can match at all.
-static SHAPE_SET: LazyLock<regex::RegexSet> = LazyLock::new(|| {
-    regex::RegexSet::new(SHAPES.iter().map(|s| s.1)).expect("secrets.rs patterns are valid")
-});
-static SHAPE_RES: LazyLock<Vec<Regex>> = LazyLock::new(|| SHAPES.iter().map(|s| re(s.1)).collect());
 static PEM_BEGIN: LazyLock<Regex> =
     LazyLock::new(|| re(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"));
 static PEM_END: LazyLock<Regex> =
@@ -81,69 +76,36 @@ static PEM_BODY: LazyLock<Regex> = LazyLock::new(|| {
 /// Docker config JSON, possibly escaped inside another string (`{\"auths\": …}`).
 static DOCKER_AUTHS: LazyLock<Regex> = LazyLock::new(|| re(r#"\\?"auths\\?"\s*:\s*\{"#));
 static DOCKER_FIELD: LazyLock<Regex> = LazyLock::new(|| {
-    re(r#"\\?"(?:auth|password|identitytoken|registrytoken)\\?"\s*:\s*\\?"([^"\\]+)\\?""#)
+    re(r#"\\?"(auth|password|identitytoken|registrytoken)\\?"\s*:\s*\\?"([^"\\]+)\\?""#)
 });
 /// Maximal runs of token-ish characters; an AWS secret key is exactly one 40-char run.
 static RUN: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z0-9/+._-]+"));
-/// `name=value`, `name: value`, `name := value`, `"name": "value"` inside free text: groups
-/// name, separator, value. Names may hold `/` for annotation keys (`example.com/api-key`).
-static ASSIGN: LazyLock<Regex> = LazyLock::new(|| {
-    re(&format!(
-        r#"([A-Za-z_][A-Za-z0-9_./-]*)(["']?[ \t]*(?::=|=|:))[ \t]*{VALUE}"#
-    ))
-});
-/// `--name value` flags (`--name=value` is `ASSIGN`), with the same groups.
-static FLAG: LazyLock<Regex> =
-    LazyLock::new(|| re(&format!(r"--([A-Za-z][A-Za-z0-9_.-]*)([ \t]+){VALUE}")));
-static REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"^(?:\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*\}\}|%\{[^}]*\})$")
-});
-/// Lowercase words joined by `-`, `.` or `_` (Kubernetes names, UUIDs, snake_case keys) or an
-/// env var name (`NGC_API_KEY_2`). Random tokens mix case, so they never match; uppercase groups
-/// joined by `-` (`ABCD-1234-…` licence keys) are not exempt.
-static IDENTIFIER: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^(?:[a-z0-9]+(?:[-._][a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)$"));
-/// Digests and timestamps (`PasswordLastUsed: 2016-09-08T20:…`) are data, not secrets.
-static DIGEST_OR_DATE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?:sha256|sha384|sha512|sha1|md5):[0-9a-f]{32,}|^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ]|$)")
-});
 
-/// Name words that say the value is a credential (compound words cover `APIKEY`, `SECRETKEY`).
-const SECRET_WORDS: &str = "key keys token tokens secret secrets password passwords passwd pass \
-    passphrase credential credentials creds apikey secretkey accesskey privatekey authtoken \
-    accesstoken";
-/// Name words that make the value *about* a credential: as the last word (`KMS_KEY_ID`,
-/// `TOKEN_URL`, `PASSWORD_FILE`, `secretName`, `secretKeyRef`) ...
-const QUALIFIERS: &str = "id ids name names file files path paths dir url uri endpoint host port \
-    ref arn type kind mode length len size bits algorithm alg format header prefix field version \
-    ttl expiry region mount namespace selector count enabled stdin";
-/// ... or anywhere (`checksum/secret` holds a hash, `PUBLIC_KEY` is public).
-const NOT_SECRET_WORDS: &str = "public pub checksum hash digest sha sha1 sha256 fingerprint";
-/// Whole values (any case) that are placeholders.
-const PLACEHOLDER_WORDS: &str = "dummy tbd fixme none null nil undefined n/a na test fake secret \
-    password token changeit sample foo bar foobar empty unset";
-/// Parts that make any value a placeholder (`AKIA…EXAMPLE`, `paste-your-key`, `abcd****`).
-const PLACEHOLDER_PARTS: &str = "xxxx *** changeme change_me change-me redacted placeholder \
-    example replaceme replace_me replace-me your_ your- yourkey yourtoken";
-
-fn listed(list: &str, word: &str) -> bool {
-    list.split_whitespace().any(|w| w == word)
-}
-
-fn finding((kind, what): Shape, range: Range<usize>) -> Finding {
-    Finding { kind, what, range }
+fn re(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("secrets patterns are valid")
 }
 
 /// Credential shapes anywhere in free text (a value, a shell script, a config file, a URL).
 ///
-/// Findings are sorted by start and never overlap: a shape wins over the name rule, so
-/// `HF_TOKEN=hf_…` is one "huggingface-token" finding.
+/// Findings are sorted by start and never overlap: a catalogue shape wins over the name model,
+/// so `HF_TOKEN=hf_…` is one "huggingface-token" finding.
 pub fn scan_text(text: &str) -> Vec<Finding> {
     let mut out = Vec::new();
-    // Every shape needs a token of 12 or more characters, a URL password (`@`) or a PEM
-    // block: most strings of a manifest (names, short values) have none, and skip the regexes.
+    let lower_hint = |w: &str| {
+        text.as_bytes()
+            .windows(w.len())
+            .any(|x| x.eq_ignore_ascii_case(w.as_bytes()))
+    };
+    // The name model needs a name with a secret word, and every secret word contains one of
+    // these: text without them holds no assignment worth parsing.
+    let named = ["key", "token", "secret", "pass", "cred", "pwd"]
+        .iter()
+        .any(|w| lower_hint(w));
+    // Every catalogue shape needs a token of 12 or more characters, a URL password (`@`) or a
+    // PEM block; shorter credentials need a credential name or an option (` -`). Most strings
+    // of a manifest (names, short values) have none of these and skip the regexes.
     let longest = text.split_whitespace().map(str::len).max().unwrap_or(0);
-    if longest < 12 && !text.contains('@') && !text.contains("-----") {
+    if longest < 12 && !named && !text.contains('@') && !text.contains(" -") {
         return out;
     }
     for begin in PEM_BEGIN.find_iter(text) {
@@ -156,22 +118,29 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
     }
     if let Some(auths) = DOCKER_AUTHS.find(text) {
         for c in DOCKER_FIELD.captures_iter(&text[auths.end()..]) {
-            let m = c.get(1).expect("group 1 always participates");
+            let m = c.get(2).expect("group 2 always participates");
             let range = auths.end() + m.start()..auths.end() + m.end();
-            if !is_placeholder(m.as_str()) {
+            let real = if &c[1] == "auth" {
+                docker_auth_is_real(m.as_str())
+            } else {
+                dismiss::dismissed(m.as_str()).is_none()
+            };
+            if real {
                 push(&mut out, finding(DOCKER, range));
             }
         }
     }
-    for i in SHAPE_SET.matches(text).iter() {
-        let ((shape, _), re) = (&SHAPES[i], &SHAPE_RES[i]);
-        for c in re.captures_iter(text) {
-            let m = c
-                .name("s")
-                .or_else(|| c.get(0))
-                .expect("a match has group 0");
-            if !is_placeholder(m.as_str()) {
-                push(&mut out, finding(*shape, m.range()));
+    if longest >= 12 {
+        for i in SHAPE_SET.matches(text).iter() {
+            let ((shape, _), re) = (&SHAPES[i], &SHAPE_RES[i]);
+            for c in re.captures_iter(text) {
+                let m = c
+                    .name("s")
+                    .or_else(|| c.get(0))
+                    .expect("a match has group 0");
+                if dismiss::dismissed(m.as_str()).is_none() {
+                    push(&mut out, catalogue_finding(*shape, m.as_str(), m.range()));
+                }
             }
         }
     }
@@ -192,82 +161,100 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
             push(&mut out, finding(AWS_SECRET, m.range()));
         }
     }
-    // The name rule needs a name with a secret word, and every one of SECRET_WORDS contains one
-    // of these: text without them holds no assignment worth parsing.
-    let lower = text.to_ascii_lowercase();
-    let named = ["key", "token", "secret", "pass", "cred"]
-        .iter()
-        .any(|w| lower.contains(w));
-    let assignments = named && text.contains(['=', ':']);
-    let flags = named && text.contains("--");
-    for (re, is_flag) in [(&*ASSIGN, false), (&*FLAG, true)]
-        .into_iter()
-        .filter(|(_, f)| if *f { flags } else { assignments })
-    {
-        let mut at = 0;
-        while let Some(c) = re.captures_at(text, at) {
-            let group = |i| c.get(i).expect("name and separator always participate");
-            let (name, sep) = (group(1).as_str(), group(2));
-            let value = (3..=5)
-                .find_map(|i| c.get(i))
-                .expect("one value group participates");
-            // A colon needs a space (YAML) or quotes (JSON): `arn:aws:…:secret:x`, `host:port`.
-            let tight_colon =
-                sep.as_str() == ":" && c.get(5).is_some() && value.start() == sep.end();
-            // In `--token --verbose` the "value" is the next flag.
-            let next_flag = is_flag && value.as_str().starts_with('-');
-            if !tight_colon
-                && !next_flag
-                && let Some(f) = name_rule(name, value.as_str(), value.start())
-            {
-                push(&mut out, f);
-            }
-            // Resume inside the value, so `--set HF_TOKEN=…` still sees the inner assignment.
-            at = value.start();
+    // Extractors, then the recognisers on what they found.
+    let mut candidates: Vec<Candidate> = Vec::new();
+    if named && text.contains(['=', ':']) {
+        extract::assignments(text, text.contains("--"), &mut candidates);
+    } else if named && text.contains("--") {
+        extract::assignments(text, true, &mut candidates);
+    }
+    extract::files(text, &mut candidates);
+    // Options need a dash after a blank: `-p`, `--user`, `-u`.
+    if text.contains(" -") {
+        extract::shell(text, &mut candidates);
+    }
+    for c in candidates {
+        if let Some(f) = judge(&c, &text[c.range.clone()], c.range.start) {
+            push(&mut out, f);
         }
     }
     out.sort_by_key(|f| f.range.start);
     out
 }
 
-/// A value assigned to a name (env var name, map key, YAML key). Runs `scan_text`, and also flags
-/// a high-entropy value when the name says KEY, TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL (any
-/// case, as a word part: `HF_TOKEN`, `apiKey`, `db-password`), unless the value is a placeholder
-/// or reference.
+/// One candidate through the recognisers; `base` is the offset of `value` in the scanned text.
+fn judge(c: &Candidate, value: &str, base: usize) -> Option<Finding> {
+    if c.header {
+        let v = value.trim_end_matches(['"', '\'', '\\']);
+        let real = v.len() >= 8
+            && !dismiss::is_reference(v)
+            && dismiss::dismissed(v).is_none()
+            && (decode_base64(v).is_none_or(|d| !d.contains(':')) || docker_auth_is_real(v));
+        return real.then(|| finding(HEADER, base..base + v.len()));
+    }
+    name_rule(&c.name, value, base)
+}
+
+/// Credentials in an argv given as a list (container `command`/`args`, a request's
+/// `command.args` or `config.argv`): option values across elements (`[--token, X]`), glued
+/// short options (`-pX`), `user:secret` pairs. Returns `(element index, finding)`, the range
+/// inside that element. Each element's own text is for [`scan_text`].
+pub fn scan_argv<S: AsRef<str>>(words: &[S]) -> Vec<(usize, Finding)> {
+    let mut out: Vec<(usize, Finding)> = extract::argv(words)
+        .into_iter()
+        .filter_map(|(i, c)| {
+            let word = words[i].as_ref();
+            judge(&c, &word[c.range.clone()], c.range.start).map(|f| (i, f))
+        })
+        .collect();
+    out.dedup_by_key(|(i, _)| *i);
+    out
+}
+
+/// A value assigned to a name (env var name, map key, YAML key, header name). Runs
+/// `scan_text`, and also judges the whole value by the name model: a high-entropy value when
+/// the name says KEY, TOKEN, SECRET, CREDENTIAL (any case, as a word part: `HF_TOKEN`, `apiKey`),
+/// any real value when it says PASSWORD (`DB_PASSWORD: hunter`), unless a dismisser applies.
 ///
 /// Ranges are relative to `value`. A name whose last word is a qualifier (`*_KEY_ID`,
 /// `TOKEN_URL`, `PASSWORD_FILE`, `secretName`) or that says PUBLIC/checksum/hash is not a
-/// credential name. The whole value must be one word (no whitespace) for the name rule.
+/// credential name. The whole value must be one word (no whitespace) for the name model; an
+/// `Authorization` header's value is judged as one.
 pub fn scan_assignment(name: &str, value: &str) -> Vec<Finding> {
     let mut out = scan_text(value);
-    if let Some(f) = name_rule(name, value, 0) {
+    let header = name.eq_ignore_ascii_case("authorization")
+        || name.eq_ignore_ascii_case("proxy-authorization");
+    let found = if header {
+        value.split_once(' ').and_then(|(_, token)| {
+            let start = token.as_ptr() as usize - value.as_ptr() as usize;
+            let c = Candidate {
+                name: name.to_owned(),
+                range: start..value.len(),
+                header: true,
+            };
+            judge(&c, token, start)
+        })
+    } else {
+        name_rule(name, value, 0)
+    };
+    if let Some(f) = found {
         push(&mut out, f);
         out.sort_by_key(|f| f.range.start);
     }
     out
 }
 
-/// True for values that are obviously not real credentials: empty, `changeme`, `<your-key>`,
-/// `${VAR}`, `$(VAR)`, `xxx...`, `***`, `REDACTED`, `dummy`, `example`, values ending in `EXAMPLE`
-/// (AWS docs), `your-...`, `TODO`, etc.
-///
-/// Surrounding quotes and whitespace are ignored; one repeated char (`xxx`, `000`), `$VAR` and
-/// `{{ … }}` templates count, and so does our own [`mask`] output (it has `****`). Bare common
-/// words (`password`, `secret`, `test`) count too: they are defaults, not leaked credentials.
-pub fn is_placeholder(value: &str) -> bool {
-    let v = value.trim().trim_matches(['"', '\'']).trim();
-    let lower = v.to_ascii_lowercase();
-    let mut chars = v.chars();
-    let first = chars.next();
-    first.is_none()
-        || chars.all(|c| Some(c) == first)
-        || REFERENCE.is_match(v)
-        || (v.starts_with('<') && v.ends_with('>'))
-        || lower.starts_with("todo")
-        || listed(PLACEHOLDER_WORDS, &lower)
-        || PLACEHOLDER_PARTS
-            .split_whitespace()
-            .any(|p| lower.contains(p))
+/// Whole values of a Secret's `data` (base64) or `stringData` that are safe to commit: empty,
+/// placeholders, SOPS-encrypted; `data` is decoded first.
+pub fn is_safe_secret_value(value: &str, base64: bool) -> bool {
+    let decoded = base64.then(|| decode_base64(value)).flatten();
+    let v = decoded.as_deref().unwrap_or(value).trim();
+    v.is_empty() || is_placeholder(v) || matches!(dismiss::dismissed(v), Some("encrypted"))
+}
+
+/// Standard or URL-safe base64, when it decodes to UTF-8 text (ConfigMap `binaryData`).
+pub fn decode_base64(text: &str) -> Option<String> {
+    recognise::decode_base64(text)
 }
 
 /// Mask for display: the first 4 characters, then `****` (fewer than 8 chars: only `****`).
@@ -327,126 +314,6 @@ fn push(out: &mut Vec<Finding>, f: Finding) {
     if !out.iter().any(overlaps) {
         out.push(f);
     }
-}
-
-/// 40 chars of base64 with upper, lower and digit and >= 4 bits/char: a git hash (hex, no
-/// uppercase) never qualifies; a random AWS key (~5 bits/char) nearly always does.
-fn is_aws_secret(v: &str) -> bool {
-    v.len() == 40
-        && v.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'/' || b == b'+')
-        && [
-            u8::is_ascii_uppercase,
-            u8::is_ascii_lowercase,
-            u8::is_ascii_digit,
-        ]
-        .iter()
-        .all(|class| v.bytes().any(|b| class(&b)))
-        && entropy(v) >= 4.0
-        && !is_placeholder(v)
-}
-
-/// The name rule for one assignment; `base` is the byte offset of `value` in the scanned text.
-fn name_rule(name: &str, value: &str, base: usize) -> Option<Finding> {
-    // Every outcome below needs 12 characters or more: skip the name's words for short values.
-    if value.trim().trim_matches(['"', '\'']).len() < 12 {
-        return None;
-    }
-    let words = name_words(name);
-    let has = |w: &str| words.iter().any(|x| x == w);
-    if !words.iter().any(|w| listed(SECRET_WORDS, w))
-        || words.last().is_some_and(|w| listed(QUALIFIERS, w))
-        || words.iter().any(|w| listed(NOT_SECRET_WORDS, w))
-    {
-        return None;
-    }
-    let v = value.trim().trim_matches(['"', '\'']);
-    let start = base + (v.as_ptr() as usize - value.as_ptr() as usize);
-    let range = start..start + v.len();
-    if v.contains(char::is_whitespace) || is_placeholder(v) || is_reference(v) {
-        return None;
-    }
-    if has("secret") && (has("aws") || has("access")) && is_aws_secret(v) {
-        return Some(finding(AWS_SECRET, range));
-    }
-    // Legacy NGC keys: ~84 base64 chars with no prefix, only recognisable by the name.
-    let base64 = v
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b));
-    if has("ngc") && (80..=90).contains(&v.len()) && base64 {
-        return Some(finding(NGC, range));
-    }
-    // Threshold: >= 12 chars, >= 3.0 bits/char (Shannon), letters and digits. Random keys of that
-    // length measure 3.3-3.6 (the max for 12 chars is log2 12 = 3.58) and nearly always mix
-    // letters and digits; words and repetitive values (`abc123abc123`: 2.58) stay below.
-    // Kubernetes names, UUIDs, env var names, camelCase words, digests and dates are not secrets.
-    let mixed =
-        v.contains(|c: char| c.is_ascii_alphabetic()) && v.contains(|c: char| c.is_ascii_digit());
-    let identifier = IDENTIFIER.is_match(v) || is_camel_words(v) || DIGEST_OR_DATE.is_match(v);
-    (v.len() >= 12 && mixed && entropy(v) >= 3.0 && !identifier).then(|| finding(ASSIGNED, range))
-}
-
-/// camelCase/PascalCase words (`awsSecretAccessKey2`, `PublicIpv4Pools`, a `secretKeyRef.key`):
-/// uppercase, at least half lowercase, and no lone lowercase letter. Random mixed-case keys have
-/// lone lowercase letters between capitals and digits.
-fn is_camel_words(v: &str) -> bool {
-    let lower = v.bytes().filter(u8::is_ascii_lowercase).count();
-    v.contains(|c: char| c.is_ascii_uppercase())
-        && lower * 2 >= v.len()
-        && !v
-            .split(|c: char| !c.is_ascii_lowercase())
-            .any(|run| run.len() == 1)
-}
-
-/// References to a secret rather than the secret: shell expansions, templates (anywhere in the
-/// value: `cache-{{ checksum }}`), AWS ARNs, paths, URLs (a URL password has its own shape).
-fn is_reference(v: &str) -> bool {
-    ["${", "$(", "{{", "<<", "://"].iter().any(|p| v.contains(p))
-        || v.starts_with('$')
-        || v.starts_with("arn:")
-        || ["/", "./", "../", "~/"].iter().any(|p| v.starts_with(p))
-        // Base64 has `/` but never `.`, `-`, `_`, `~`, and random keys have uppercase.
-        || (v.contains('/')
-            && (v.contains(['.', '-', '_', '~']) || !v.contains(|c: char| c.is_ascii_uppercase())))
-}
-
-/// Lowercase words of a name, split at `_`, `-`, `.` (any non-alphanumeric) and camelCase
-/// boundaries: `apiKey` -> [api, key], `HFToken` -> [hf, token], `monkey` -> [monkey].
-fn name_words(name: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    for part in name
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|p| !p.is_empty())
-    {
-        let b = part.as_bytes();
-        let mut start = 0;
-        for i in 1..b.len() {
-            let lower_to_upper = !b[i - 1].is_ascii_uppercase() && b[i].is_ascii_uppercase();
-            let acronym_end = b[i - 1].is_ascii_uppercase()
-                && b[i].is_ascii_uppercase()
-                && b.get(i + 1).is_some_and(u8::is_ascii_lowercase);
-            if lower_to_upper || acronym_end {
-                words.push(part[start..i].to_ascii_lowercase());
-                start = i;
-            }
-        }
-        words.push(part[start..].to_ascii_lowercase());
-    }
-    words
-}
-
-/// Shannon entropy in bits per char.
-fn entropy(v: &str) -> f64 {
-    let mut counts = std::collections::HashMap::new();
-    for c in v.chars() {
-        *counts.entry(c).or_insert(0u32) += 1;
-    }
-    let n = v.chars().count() as f64;
-    counts
-        .values()
-        .map(|&k| f64::from(k) / n)
-        .map(|p| -p * p.log2())
-        .sum()
 }
 
 #[cfg(test)]
@@ -600,10 +467,10 @@ mod tests {
     fn name_rule_in_free_text() {
         let v = "abcd1234abcd1234";
         for text in [
-            format!("sh -c 'train --password={v} && x'"),
+            format!("sh -c 'train --api-token={v} && x'"),
             format!("run --api-key {v} --verbose"),
             format!("{{\"apiKey\":\"{v}\"}}"),
-            format!("helm install --set db.password={v} x"),
+            format!("helm install --set db.apiKey={v} x"),
             format!("annotations: {{example.com/api-key: {v}}}"),
         ] {
             hit(&text, ASSIGNED, v);
@@ -613,7 +480,7 @@ mod tests {
     #[test]
     fn name_rule_words_and_threshold() {
         let secret = "abcd1234abcd1234"; // 8 symbols, evenly: exactly 3.0 bits/char
-        let names = "HF_TOKEN apiKey db-password MY_PASSWD SecretKey gcp.credentials APIKEY";
+        let names = "HF_TOKEN apiKey SecretKey gcp.credentials APIKEY";
         for name in names.split(' ') {
             assert_eq!(
                 scan_assignment(name, secret),
@@ -624,6 +491,9 @@ mod tests {
         // 2.58 bits/char; 11 chars; no digits.
         for value in ["abc123abc123abc1", "abcd1234abc", "abcdefghijklmnop"] {
             assert_eq!(scan_assignment("HF_TOKEN", value), [], "{value}");
+        }
+        for name in ["db-password", "MY_PASSWD"] {
+            assert_eq!(scan_assignment(name, secret), [finding(PASSWORD, 0..16)]);
         }
         let names = "monkey keyboard hotkeys GPG_KEY_ID TOKEN_URL PASSWORD_FILE secretName \
             secretKeyRef PUBLIC_KEY checksum/secret value --password-stdin";
@@ -637,18 +507,6 @@ mod tests {
             scan_assignment("LICENSE_KEY", licence),
             [finding(ASSIGNED, 0..19)]
         );
-    }
-
-    #[test]
-    fn placeholders() {
-        let yes = "|  |changeme|<your-key>|${HF_TOKEN}|$(HF_TOKEN)|$HF_TOKEN|{{ .Values.key }}|xxx|\
-            XXXXXXXX|***|REDACTED|dummy|example|AKIAIOSFODNN7EXAMPLE|your-api-key|TODO|abcd****";
-        for v in yes.split('|') {
-            assert!(is_placeholder(v), "{v:?}");
-        }
-        for v in ["abcd1234abcd1234", "FAKE0FAKE0", "monkey"] {
-            assert!(!is_placeholder(v), "{v:?}");
-        }
     }
 
     #[test]
@@ -673,7 +531,7 @@ mod tests {
             "grep -q '-----BEGIN RSA PRIVATE KEY-----' k.pem; -----BEGIN PUBLIC KEY-----\nQUFBQUFBQUFBQUFBQUFB\n",
             "{\"auths\":{\"nvcr.io\":{\"auth\":\"\"}},\"credsStore\":\"desktop\"}",
             "hf_short ghp_short nvapi-short xoxb-1 eyJhbGci.eyJ.x AKIA1234",
-            "PASSWORD=abcd123abcd123 HF_TOKEN=ABCDEFGHIJKLMNOP docker login --password-stdin nvcr.io",
+            "HF_TOKEN=ABCDEFGHIJKLMNOP docker login --password-stdin nvcr.io",
             "key: project-cache-v2-{{ checksum \"Cargo.lock\" }}\nsecretKeyRef: {key: awsSecretAccessKey2}",
             "\"result_key\": \"PublicIpv4Pools\", \"PasswordLastUsed\": \"2016-09-08T20:00:00Z\"",
             "arn:aws:secretsmanager:us-west-2:123456789012:secret:MyTestDatabaseSecret-a1b2c3",

@@ -1,0 +1,403 @@
+//! Extractors: where a value sits, and the name it is judged by.
+//!
+//! A credential is rarely alone: it is the value of `NAME=value` or `name: value`, the argument
+//! after `--password`, the glued tail of `mysql -pX`, the secret half of `curl -u user:secret`,
+//! the last field of a `.pgpass` line, the word after `password` in a `.netrc`, the text of a
+//! `<password>` element in Maven's `settings.xml`, the token of an `Authorization:` header.
+//! Each extractor yields [`Candidate`]s (a name and a byte range of the value); the recognisers
+//! decide. Shell text is split into words by `shlex` (POSIX quoting rules: `'...'`, `"..."`,
+//! backslashes), so a quoted password is one word, as the shell would pass it.
+
+use regex::Regex;
+use std::ops::Range;
+use std::sync::LazyLock;
+
+/// A value to judge: the name it is assigned to (or a stand-in such as `password` for the
+/// secret half of `user:secret`), its byte range, and whether it is an Authorization header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub name: String,
+    pub range: Range<usize>,
+    pub header: bool,
+}
+
+fn re(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("extract.rs patterns are valid")
+}
+
+/// A value in `name=value` / `name: value` / `--name value`: quoted, or a bare run up to a shell
+/// or flow-collection delimiter.
+const VALUE: &str = r#"(?:"([^"\n]*)"|'([^'\n]*)'|([^\s"'`;&|,}\]<]+))"#;
+/// `name=value`, `name: value`, `name := value`, `"name": "value"` inside free text: groups
+/// name, separator, value. Names may hold `/` for annotation keys (`example.com/api-key`).
+static ASSIGN: LazyLock<Regex> = LazyLock::new(|| {
+    re(&format!(
+        r#"([A-Za-z_][A-Za-z0-9_./-]*)(["']?[ \t]*(?::=|=|:))[ \t]*{VALUE}"#
+    ))
+});
+/// `--name value` flags (`--name=value` is `ASSIGN`), with the same groups.
+static FLAG: LazyLock<Regex> =
+    LazyLock::new(|| re(&format!(r"--([A-Za-z][A-Za-z0-9_.-]*)([ \t]+){VALUE}")));
+/// `.netrc`: `machine h login u password p` (any layout); only in text that says `machine`.
+static NETRC: LazyLock<Regex> = LazyLock::new(|| re(r"(?:^|\s)(?:password|passwd)[ \t]+([^\s]+)"));
+/// `.pgpass`: `host:port:database:user:password`, one per line.
+static PGPASS: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?m)^[A-Za-z0-9_.*-]+:(?:[0-9]+|\*):[A-Za-z0-9_.*-]+:[A-Za-z0-9_.@*-]+:([^\s]+)[ \t]*$")
+});
+/// XML elements with text (Maven `settings.xml`: `<password>…</password>`).
+static XML: LazyLock<Regex> =
+    LazyLock::new(|| re(r"<([A-Za-z][\w.:-]*)>[ \t]*([^<\s]+)[ \t]*</([A-Za-z][\w.:-]*)>"));
+/// `Authorization: Bearer …`, `Basic …`, `token …` (headers in curl arguments, probes, files).
+static AUTH_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r#"(?i)\b(?:proxy-)?authorization\\?["']?\s*[:=]\s*\\?["']?(?:bearer|basic|token|apikey|sso-key)\s+([A-Za-z0-9._~+/=:-]{8,})"#,
+    )
+});
+
+/// Tools whose `-p` is a password: glued only (`mysql -pX`; `-p X` prompts and `X` is a database).
+const GLUED_P: &str = "mysql mysqldump mysqladmin mariadb mariadb-dump mysqlimport mysqlshow";
+/// Tools whose `-p X` / `-pX` is a password (registry logins only in a `login` command).
+const SPACED_P: &str = "sshpass mongo mongosh mongodump mongorestore";
+const LOGIN_P: &str = "docker podman nerdctl buildah helm oras skopeo crane regctl";
+/// Tools whose `-u user:secret` holds a password.
+const USER_PAIR: &str = "curl wget http https xh lftp";
+/// Long options whose value is `user:secret` for any tool.
+const PAIR_OPTIONS: &str = "user proxy-user creds src-creds dest-creds basic-auth";
+
+fn listed(list: &str, word: &str) -> bool {
+    list.split_whitespace().any(|w| w == word)
+}
+
+/// `name=value`, `name: value` and `--name value` assignments in free text (env files, INI,
+/// properties, `.npmrc`, `.pypirc`, YAML or JSON inside a string, URLs' query strings).
+pub fn assignments(text: &str, flags: bool, out: &mut Vec<Candidate>) {
+    for (re, is_flag) in [(&*ASSIGN, false), (&*FLAG, true)]
+        .into_iter()
+        .filter(|(_, f)| !*f || flags)
+    {
+        let mut at = 0;
+        while let Some(c) = re.captures_at(text, at) {
+            let group = |i| c.get(i).expect("name and separator always participate");
+            let (name, sep) = (group(1).as_str(), group(2));
+            let value = (3..=5)
+                .find_map(|i| c.get(i))
+                .expect("one value group participates");
+            // A colon needs a space (YAML) or quotes (JSON): `arn:aws:…:secret:x`, `host:port`.
+            let tight_colon =
+                sep.as_str() == ":" && c.get(5).is_some() && value.start() == sep.end();
+            // In `--token --verbose` the "value" is the next flag.
+            let next_flag = is_flag && value.as_str().starts_with('-');
+            if !tight_colon && !next_flag {
+                out.push(Candidate {
+                    name: name.to_owned(),
+                    range: value.range(),
+                    header: false,
+                });
+            }
+            // Resume inside the value, so `--set HF_TOKEN=…` still sees the inner assignment.
+            at = value.start();
+        }
+    }
+}
+
+/// Credential files by format: `.netrc`, `.pgpass`, XML elements, Authorization headers.
+pub fn files(text: &str, out: &mut Vec<Candidate>) {
+    let mut push = |name: &str, range: Range<usize>, header| {
+        out.push(Candidate {
+            name: name.to_owned(),
+            range,
+            header,
+        })
+    };
+    if text.contains("machine") || text.contains("login") {
+        for c in NETRC.captures_iter(text) {
+            push("password", c.get(1).expect("group 1").range(), false);
+        }
+    }
+    if text.contains(':') {
+        for c in PGPASS.captures_iter(text) {
+            push("password", c.get(1).expect("group 1").range(), false);
+        }
+    }
+    if text.contains("</") {
+        for c in XML.captures_iter(text) {
+            let (open, close) = (&c[1], &c[3]);
+            if open == close {
+                push(open, c.get(2).expect("group 2").range(), false);
+            }
+        }
+    }
+    if text.len() >= 20
+        && text
+            .as_bytes()
+            .iter()
+            .any(|b| b.eq_ignore_ascii_case(&b'z'))
+    {
+        for c in AUTH_HEADER.captures_iter(text) {
+            push("authorization", c.get(1).expect("group 1").range(), true);
+        }
+    }
+}
+
+/// Values in an argv (a list of words): `--password X`, `--db-pass=X`, `-pX`, `-p X`,
+/// `-u user:secret`, `redis-cli -a X`, `NAME=value` before a command or after `export`.
+/// Returns `(word index, candidate)` with the range inside that word.
+pub fn argv<S: AsRef<str>>(words: &[S]) -> Vec<(usize, Candidate)> {
+    let mut out = Vec::new();
+    let mut tool = String::new();
+    // A list that starts with an option is the arguments of an image's entrypoint.
+    let mut expect_cmd = words.first().is_some_and(|w| !w.as_ref().starts_with('-'));
+    let mut login = false;
+    let mut push = |i: usize, name: &str, range: Range<usize>| {
+        out.push((
+            i,
+            Candidate {
+                name: name.to_owned(),
+                range,
+                header: false,
+            },
+        ));
+    };
+    for (i, w) in words.iter().map(AsRef::as_ref).enumerate() {
+        let next = words
+            .get(i + 1)
+            .map(AsRef::as_ref)
+            .filter(|n| !n.starts_with('-') && !n.is_empty());
+        if matches!(w, "&&" | "||" | ";" | "|" | "then" | "do" | "(" | "{" | "#") {
+            expect_cmd = true;
+            login = false;
+            continue;
+        }
+        if expect_cmd {
+            if let Some((name, _)) = w.split_once('=')
+                && !name.is_empty()
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                push(i, name, name.len() + 1..w.len());
+                continue;
+            }
+            if matches!(
+                w,
+                "export" | "env" | "sudo" | "exec" | "time" | "nohup" | "command"
+            ) {
+                continue;
+            }
+            tool = w.rsplit('/').next().unwrap_or(w).to_owned();
+            expect_cmd = false;
+            continue;
+        }
+        login |= w == "login";
+        if let Some(body) = w.strip_prefix("--") {
+            let (opt, inline) = match body.split_once('=') {
+                Some((o, _)) => (o, Some(2 + o.len() + 1)),
+                None => (body, None),
+            };
+            let value = match inline {
+                Some(from) => Some((i, from..w.len())),
+                None => next.map(|n| (i + 1, 0..n.len())),
+            };
+            let Some((at, range)) = value else { continue };
+            let text = &words[at].as_ref()[range.clone()];
+            if listed(PAIR_OPTIONS, opt) {
+                if let Some((user, _)) = text.split_once(':') {
+                    push(at, "password", range.start + user.len() + 1..range.end);
+                }
+            } else if super::recognise::name_kind(opt) != super::recognise::NameKind::None {
+                push(at, opt, range);
+            }
+            continue;
+        }
+        let Some(short) = w.strip_prefix('-').filter(|s| !s.is_empty()) else {
+            continue;
+        };
+        let (flag, glued) = short.split_at(1);
+        let value = if glued.is_empty() {
+            next.map(|n| (i + 1, 0..n.len()))
+        } else {
+            Some((i, 2..w.len()))
+        };
+        let Some((at, range)) = value else { continue };
+        let tool = tool.as_str();
+        match flag {
+            "p" if listed(GLUED_P, tool) && !glued.is_empty() => push(at, "password", range),
+            "p" if listed(SPACED_P, tool) || (listed(LOGIN_P, tool) && login) => {
+                push(at, "password", range)
+            }
+            "a" if tool == "redis-cli" => push(at, "password", range),
+            "u" if listed(USER_PAIR, tool) => {
+                let text = &words[at].as_ref()[range.clone()];
+                if let Some((user, _)) = text.split_once(':') {
+                    push(at, "password", range.start + user.len() + 1..range.end);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Shell text split into words (POSIX rules), the argv rules applied, each value located back
+/// in `text`. A word that is itself a script (`sh -c '…'`, `bash -lc "…"`) is split again,
+/// once.
+pub fn shell(text: &str, out: &mut Vec<Candidate>) {
+    shell_at(text, 0, 2, out);
+}
+
+fn shell_at(text: &str, base: usize, depth: usize, out: &mut Vec<Candidate>) {
+    // One command line at a time: a newline ends a command unless escaped (`\` continuation).
+    let mut start = 0;
+    for (i, _) in text.match_indices('\n') {
+        if !text[..i].ends_with('\\') {
+            line_at(&text[start..i], base + start, depth, out);
+            start = i + 1;
+        }
+    }
+    line_at(&text[start..], base + start, depth, out);
+}
+
+fn line_at(text: &str, base: usize, depth: usize, out: &mut Vec<Candidate>) {
+    if !text.contains('-') && !text.contains('=') {
+        return;
+    }
+    let words =
+        shlex::split(text).unwrap_or_else(|| text.split_whitespace().map(str::to_owned).collect());
+    // Where each word starts in `text`, when it is there literally (quotes removed by the
+    // split leave the inside literal); else where the search for it stood, for its value.
+    let mut offsets = Vec::with_capacity(words.len());
+    let mut cursor = 0;
+    for w in &words {
+        match text[cursor..].find(w.as_str()) {
+            Some(at) if !w.is_empty() => {
+                offsets.push(Ok(cursor + at));
+                cursor += at + w.len();
+            }
+            _ => offsets.push(Err(cursor)),
+        }
+    }
+    for (i, c) in argv(&words) {
+        let start = match offsets[i] {
+            Ok(start) => Some(start + c.range.start),
+            // `NAME='quoted value'`: the value is literal inside its quotes.
+            Err(from) => {
+                let value = &words[i][c.range.clone()];
+                text[from..]
+                    .find(value)
+                    .filter(|_| !value.is_empty())
+                    .map(|at| from + at)
+            }
+        };
+        if let Some(start) = start {
+            out.push(Candidate {
+                name: c.name,
+                range: base + start..base + start + c.range.len(),
+                header: false,
+            });
+        }
+    }
+    if depth > 1 {
+        for (w, at) in words.iter().zip(&offsets) {
+            if let Ok(at) = at
+                && w.contains(char::is_whitespace)
+                && w.contains('-')
+            {
+                shell_at(w, base + at, depth - 1, out);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(name, value)` of every candidate of the shell extractor.
+    fn shell_values(text: &str) -> Vec<(String, &str)> {
+        let mut out = Vec::new();
+        shell(text, &mut out);
+        out.into_iter().map(|c| (c.name, &text[c.range])).collect()
+    }
+
+    #[test]
+    fn shell_table() {
+        let table: &[(&str, &[(&str, &str)])] = &[
+            (
+                "train --password FAKEpw1 --epochs 3",
+                &[("password", "FAKEpw1")],
+            ),
+            ("train --db-pass=FAKEpw1", &[("db-pass", "FAKEpw1")]),
+            ("mysql -uroot -pFAKEpw1 db", &[("password", "FAKEpw1")]),
+            ("mysql -u root -p db", &[]),
+            (
+                "curl -u admin:FAKEpw1 https://h",
+                &[("password", "FAKEpw1")],
+            ),
+            (
+                "curl --user 'admin:FAKE pw' https://h",
+                &[("password", "FAKE pw")],
+            ),
+            ("sshpass -p 'FAKEpw1' ssh h", &[("password", "FAKEpw1")]),
+            (
+                "docker login -u u -p FAKEpw1 nvcr.io",
+                &[("password", "FAKEpw1")],
+            ),
+            ("docker run -p 8080:80 nginx", &[]),
+            ("redis-cli -h r -a FAKEpw1 ping", &[("password", "FAKEpw1")]),
+            (
+                "PGPASSWORD=FAKEpw1 psql -h db",
+                &[("PGPASSWORD", "FAKEpw1")],
+            ),
+            ("export API_TOKEN='FAKE0tok'", &[("API_TOKEN", "FAKE0tok")]),
+            ("set -e; x --token --verbose", &[]),
+            (
+                "set -e\ndocker login -u u \\\n  -p FAKEpw1 r",
+                &[("password", "FAKEpw1")],
+            ),
+            (
+                "sh -c \"skopeo copy --src-creds u:FAKEpw1 a b\"",
+                &[("password", "FAKEpw1")],
+            ),
+        ];
+        for (text, want) in table {
+            let want: Vec<(String, &str)> = want.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+            assert_eq!(shell_values(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn argv_pairs_cross_elements() {
+        let words = ["--token", "FAKE0tok", "--epochs", "3"];
+        let got = argv(&words);
+        assert_eq!(got.len(), 1);
+        assert_eq!((got[0].0, got[0].1.range.clone()), (1, 0..8));
+    }
+
+    #[test]
+    fn files_table() {
+        let table: &[(&str, &[(&str, &str)])] = &[
+            (
+                "machine api.example.com login tao password FAKEpw1\n",
+                &[("password", "FAKEpw1")],
+            ),
+            (
+                "db.internal:5432:jobs:tao:FAKEpw1\n",
+                &[("password", "FAKEpw1")],
+            ),
+            (
+                "<server><id>r</id><password>FAKEpw1</password></server>",
+                &[("id", "r"), ("password", "FAKEpw1")],
+            ),
+            (
+                "curl -H 'Authorization: Bearer FAKEtok0FAKE' x",
+                &[("authorization", "FAKEtok0FAKE")],
+            ),
+        ];
+        for (text, want) in table {
+            let mut out = Vec::new();
+            files(text, &mut out);
+            let got: Vec<(String, &str)> =
+                out.into_iter().map(|c| (c.name, &text[c.range])).collect();
+            let want: Vec<(String, &str)> = want.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+            assert_eq!(got, want, "{text}");
+        }
+    }
+}

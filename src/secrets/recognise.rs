@@ -1,0 +1,468 @@
+//! Recognisers: what makes a value a credential.
+//!
+//! Three kinds of evidence: the *token catalogue* (a provider's own prefix and structure, with
+//! its published checksum where the format has one: GitHub's CRC32), the *name model* (a value
+//! assigned to a name that says KEY, TOKEN, SECRET, PASSWORD... and random enough for that name;
+//! a password name accepts a short or digit-free value), and the *decoders* (base64, a docker
+//! config `auth` that is base64 of `user:password`). Every candidate passes the dismissers
+//! (`dismiss.rs`) first.
+
+use super::dismiss::{dismissed, is_dashed_name, is_identifier, is_reference};
+use super::{Confidence, Finding};
+use regex::Regex;
+use std::ops::Range;
+use std::sync::LazyLock;
+
+/// A shape's stable id and description.
+pub type Shape = (&'static str, &'static str);
+pub const URL_PASSWORD: Shape = ("url-password", "a password in a URL");
+pub const AWS_KEY_ID: Shape = ("aws-access-key-id", "an AWS access key id");
+pub const AWS_SECRET: Shape = ("aws-secret-access-key", "an AWS secret access key");
+pub const NGC: Shape = ("ngc-api-key", "an NGC API key");
+pub const HF: Shape = ("huggingface-token", "a Hugging Face token");
+pub const GITHUB: Shape = ("github-token", "a GitHub token");
+pub const GITLAB: Shape = ("gitlab-token", "a GitLab token");
+pub const SLACK: Shape = ("slack-token", "a Slack token");
+pub const SLACK_WEBHOOK: Shape = ("slack-webhook", "a Slack webhook URL");
+pub const STRIPE: Shape = ("stripe-secret-key", "a Stripe secret key");
+pub const OPENAI: Shape = ("openai-api-key", "an OpenAI API key");
+pub const GOOGLE: Shape = ("google-api-key", "a Google API key");
+pub const AZURE: Shape = ("azure-connection-string", "an Azure connection string key");
+pub const NPM: Shape = ("npm-token", "an npm token");
+pub const PYPI: Shape = ("pypi-token", "a PyPI token");
+pub const JWT: Shape = ("jwt", "a JSON Web Token");
+pub const PRIVATE_KEY: Shape = ("private-key", "a PEM private key");
+pub const DOCKER: Shape = ("docker-config-auth", "a docker config registry auth");
+pub const ASSIGNED: Shape = ("assigned-secret", "a secret assigned to a credential name");
+pub const PASSWORD: Shape = ("password", "a password");
+pub const HEADER: Shape = (
+    "authorization-header",
+    "a credential in an Authorization header",
+);
+pub const HTPASSWD: Shape = ("htpasswd", "an htpasswd-style password hash");
+
+/// Shapes recognised by their own prefix/structure. A `(?P<s>…)` group narrows the finding (a
+/// URL's password only); otherwise the whole match is the credential. Earlier entries win.
+/// Unsigned JWTs (`alg: none`) have an empty third segment and are still bearer tokens.
+#[rustfmt::skip]
+pub const SHAPES: [(Shape, &str); 16] = [
+    (SLACK_WEBHOOK, r"https://hooks\.slack\.com/(?:services|workflows)/T[A-Z0-9]{8,}/[AB][A-Z0-9]{8,}/[A-Za-z0-9]{20,}"),
+    (URL_PASSWORD, r#"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@]*:(?P<s>[^\s/?#"'<>`\\]+)@"#),
+    (AWS_KEY_ID, r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b"),
+    (NGC, r"\bnvapi-[A-Za-z0-9_-]{40,}"),
+    (HF, r"\bhf_[A-Za-z0-9]{34,}\b"),
+    (GITHUB, r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b"),
+    (GITLAB, r"\bgl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}"),
+    (SLACK, r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}"),
+    (STRIPE, r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{20,}\b"),
+    (OPENAI, r"\bsk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}\b)"),
+    (GOOGLE, r"\bAIza[0-9A-Za-z_-]{35}"),
+    (AZURE, r"(?i:AccountKey|SharedAccessKey|SharedAccessSignature)=(?P<s>[A-Za-z0-9+/%]{20,}={0,2})"),
+    (NPM, r"\bnpm_[A-Za-z0-9]{36}\b"),
+    (PYPI, r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
+    (JWT, r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*"),
+    (HTPASSWD, r"(?m)^[A-Za-z0-9_.@-]+:(?P<s>\$(?:apr1|2[aby]|[156])\$[./A-Za-z0-9$]{20,}|\{SHA\}[A-Za-z0-9+/]{27}=)"),
+];
+
+fn re(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("recognise.rs patterns are valid")
+}
+
+/// All shapes at once: one pass tells which of them can match at all.
+pub static SHAPE_SET: LazyLock<regex::RegexSet> = LazyLock::new(|| {
+    regex::RegexSet::new(SHAPES.iter().map(|s| s.1)).expect("recognise.rs patterns are valid")
+});
+pub static SHAPE_RES: LazyLock<Vec<Regex>> =
+    LazyLock::new(|| SHAPES.iter().map(|s| re(s.1)).collect());
+
+/// Name words that say the value is a credential (compound words cover `APIKEY`, `SECRETKEY`).
+const SECRET_WORDS: &str = "key keys token tokens secret secrets password passwords passwd pass \
+    pwd passphrase credential credentials creds apikey secretkey accesskey privatekey authtoken \
+    accesstoken";
+/// Name words that say a password: any value that is not a placeholder, a reference or a
+/// common word is one, however short, digits or not.
+const PASSWORD_WORDS: &str = "password passwords passwd pwd pass passphrase";
+/// Name words that make the value *about* a credential: as the last word (`KMS_KEY_ID`,
+/// `TOKEN_URL`, `PASSWORD_FILE`, `secretName`, `secretKeyRef`) ...
+const QUALIFIERS: &str = "id ids name names file files path paths dir url uri endpoint host port \
+    ref arn type kind mode length len size bits algorithm alg format header prefix field version \
+    ttl expiry region mount namespace selector count enabled stdin policy env var command cmd \
+    hash salt rotation provider store method required min max";
+/// ... or anywhere (`checksum/secret` holds a hash, `PUBLIC_KEY` is public).
+const NOT_SECRET_WORDS: &str = "public pub publishable site checksum hash digest sha sha1 sha256 \
+    fingerprint cache existing";
+/// Values under a password name that are settings, not passwords.
+const NOT_PASSWORDS: &str = "true false yes no on off required optional none null prompt stdin \
+    env file disabled enabled random generate auto";
+
+fn listed(list: &str, word: &str) -> bool {
+    list.split_whitespace().any(|w| w == word)
+}
+
+pub fn finding((kind, what): Shape, range: Range<usize>) -> Finding {
+    let confidence = match kind {
+        "assigned-secret" | "password" => Confidence::Medium,
+        _ => Confidence::High,
+    };
+    let reason = match kind {
+        "assigned-secret" => "a random value under a credential name",
+        "password" => "a value under a password name",
+        "authorization-header" => "an HTTP Authorization header",
+        "url-password" => "the password part of a URL",
+        "docker-config-auth" => "a docker config `auths` entry",
+        "private-key" => "a PEM private key block with a body",
+        "htpasswd" => "a user:hash line",
+        _ => "the provider's token format",
+    };
+    Finding {
+        kind,
+        what,
+        range,
+        confidence,
+        reason,
+    }
+}
+
+/// A catalogue match, upgraded or downgraded by its checksum where the format has one.
+pub fn catalogue_finding(shape: Shape, token: &str, range: Range<usize>) -> Finding {
+    let mut f = finding(shape, range);
+    if shape == GITHUB
+        && let Some(valid) = github_checksum(token)
+    {
+        (f.confidence, f.reason) = if valid {
+            (
+                Confidence::High,
+                "a GitHub token with a valid CRC32 checksum",
+            )
+        } else {
+            (
+                Confidence::Medium,
+                "a GitHub token prefix (checksum does not match)",
+            )
+        };
+    }
+    f
+}
+
+/// GitHub's `gh?_` tokens end in 6 base62 characters: the CRC32 of the 30 before them. `None`
+/// for formats without a checksum (fine-grained PATs, legacy lengths).
+pub fn github_checksum(token: &str) -> Option<bool> {
+    let body = token.get(4..)?;
+    if !token.starts_with("gh") || body.len() != 36 {
+        return None;
+    }
+    let (random, check) = body.split_at(30);
+    Some(base62(crc32(random.as_bytes()), 6) == check)
+}
+
+/// CRC-32 (IEEE 802.3), bitwise: tokens are short.
+pub fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// `n` in base62 (`0-9A-Za-z`), left-padded with `0` to `width`.
+pub fn base62(mut n: u32, width: usize) -> String {
+    const DIGITS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    while n > 0 {
+        out.push(DIGITS[(n % 62) as usize]);
+        n /= 62;
+    }
+    while out.len() < width {
+        out.push(b'0');
+    }
+    out.reverse();
+    String::from_utf8(out).expect("base62 digits are ASCII")
+}
+
+/// 40 chars of base64 with upper, lower and digit and >= 4 bits/char: a git hash (hex, no
+/// uppercase) never qualifies; a random AWS key (~5 bits/char) nearly always does.
+pub fn is_aws_secret(v: &str) -> bool {
+    v.len() == 40
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'/' || b == b'+')
+        && [
+            u8::is_ascii_uppercase,
+            u8::is_ascii_lowercase,
+            u8::is_ascii_digit,
+        ]
+        .iter()
+        .all(|class| v.bytes().any(|b| class(&b)))
+        && entropy(v) >= 4.0
+        && dismissed(v).is_none()
+}
+
+/// How strongly a name says "credential".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameKind {
+    /// Not a credential name (or a name *about* one: `TOKEN_URL`, `secretName`).
+    None,
+    /// KEY, TOKEN, SECRET, CREDENTIAL: the value must also look random.
+    Secret,
+    /// PASSWORD, PASSWD, PWD, PASS, PASSPHRASE: any real value is a password.
+    Password,
+}
+
+/// Compound words that end in a secret word: `PGPASSWORD`, `dbpassword`, `apitoken`. (Not
+/// `key`: `monkey`, `hotkey`.)
+const SECRET_SUFFIXES: [&str; 4] = ["password", "passwd", "token", "secret"];
+
+pub fn name_kind(name: &str) -> NameKind {
+    let mut words = name_words(name);
+    for w in &mut words {
+        if let Some(suffix) = SECRET_SUFFIXES
+            .iter()
+            .find(|s| w.ends_with(*s) && w.len() > s.len())
+        {
+            *w = (*suffix).to_owned();
+        }
+    }
+    if !words.iter().any(|w| listed(SECRET_WORDS, w))
+        || words.last().is_some_and(|w| listed(QUALIFIERS, w))
+        || words.iter().any(|w| listed(NOT_SECRET_WORDS, w))
+    {
+        NameKind::None
+    } else if words.iter().any(|w| listed(PASSWORD_WORDS, w)) {
+        NameKind::Password
+    } else {
+        NameKind::Secret
+    }
+}
+
+/// The name model for one assignment; `base` is the byte offset of `value` in the scanned text.
+pub fn name_rule(name: &str, value: &str, base: usize) -> Option<Finding> {
+    let v = value.trim().trim_matches(['"', '\'']);
+    // A password of fewer than 4 characters is a setting (`-p 0`), not a secret worth a finding.
+    if v.len() < 4 || v.contains(char::is_whitespace) {
+        return None;
+    }
+    let kind = name_kind(name);
+    if kind == NameKind::None
+        || (kind == NameKind::Secret && v.len() < 12)
+        || is_reference(v)
+        || dismissed(v).is_some()
+    {
+        return None;
+    }
+    let start = base + (v.as_ptr() as usize - value.as_ptr() as usize);
+    let range = start..start + v.len();
+    let words = name_words(name);
+    let has = |w: &str| words.iter().any(|x| x == w);
+    if has("secret") && (has("aws") || has("access")) && is_aws_secret(v) {
+        return Some(finding(AWS_SECRET, range));
+    }
+    // Legacy NGC keys: ~84 base64 chars with no prefix, only recognisable by the name.
+    let base64 = v
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b));
+    if has("ngc") && (80..=90).contains(&v.len()) && base64 {
+        return Some(finding(NGC, range));
+    }
+    if kind == NameKind::Password {
+        let lower = v.to_ascii_lowercase();
+        let setting = listed(NOT_PASSWORDS, &lower)
+            || v.bytes().all(|b| b.is_ascii_digit())
+            || (is_dashed_name(v)
+                && ["secret", "pass", "cred", "key", "token"]
+                    .iter()
+                    .any(|w| lower.contains(w)));
+        return (!setting).then(|| finding(PASSWORD, range));
+    }
+    // Threshold: >= 12 chars, >= 3.0 bits/char (Shannon), letters and digits. Random keys of that
+    // length measure 3.3-3.6 (the max for 12 chars is log2 12 = 3.58) and nearly always mix
+    // letters and digits; words and repetitive values (`abc123abc123`: 2.58) stay below.
+    // Kubernetes names, UUIDs, env var names, camelCase words, digests and dates are not secrets.
+    let mixed =
+        v.contains(|c: char| c.is_ascii_alphabetic()) && v.contains(|c: char| c.is_ascii_digit());
+    (mixed && entropy(v) >= 3.0 && !is_identifier(v)).then(|| finding(ASSIGNED, range))
+}
+
+/// Lowercase words of a name, split at `_`, `-`, `.` (any non-alphanumeric) and camelCase
+/// boundaries: `apiKey` -> [api, key], `HFToken` -> [hf, token], `monkey` -> [monkey].
+pub fn name_words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    for part in name
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|p| !p.is_empty())
+    {
+        let b = part.as_bytes();
+        let mut start = 0;
+        for i in 1..b.len() {
+            let lower_to_upper = !b[i - 1].is_ascii_uppercase() && b[i].is_ascii_uppercase();
+            let acronym_end = b[i - 1].is_ascii_uppercase()
+                && b[i].is_ascii_uppercase()
+                && b.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+            if lower_to_upper || acronym_end {
+                words.push(part[start..i].to_ascii_lowercase());
+                start = i;
+            }
+        }
+        words.push(part[start..].to_ascii_lowercase());
+    }
+    words
+}
+
+/// Shannon entropy in bits per char.
+pub fn entropy(v: &str) -> f64 {
+    let mut counts = std::collections::HashMap::new();
+    for c in v.chars() {
+        *counts.entry(c).or_insert(0u32) += 1;
+    }
+    let n = v.chars().count() as f64;
+    counts
+        .values()
+        .map(|&k| f64::from(k) / n)
+        .map(|p| -p * p.log2())
+        .sum()
+}
+
+/// Standard or URL-safe base64 (padding and whitespace ignored), when it decodes to UTF-8 text.
+pub fn decode_base64(text: &str) -> Option<String> {
+    let mut bits = 0u32;
+    let mut count = 0;
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    for c in text
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace() && *b != b'=')
+    {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        };
+        bits = (bits << 6) | u32::from(v);
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            out.push((bits >> count) as u8);
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// A docker config `auth` value: base64 of `user:password`. True when it decodes to a pair whose
+/// password is real (not empty, not a placeholder or a reference).
+pub fn docker_auth_is_real(auth: &str) -> bool {
+    match decode_base64(auth)
+        .as_deref()
+        .and_then(|d| d.split_once(':'))
+    {
+        Some((_, password)) => {
+            !password.is_empty() && dismissed(password).is_none() && !is_reference(password)
+        }
+        // Not a pair: an opaque token, judged as itself.
+        None => dismissed(auth).is_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A GitHub classic token with a valid checksum over `random` (30 characters).
+    fn ghp(random: &str) -> String {
+        format!("ghp_{random}{}", base62(crc32(random.as_bytes()), 6))
+    }
+
+    #[test]
+    fn checksums() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926); // the CRC-32 check value
+        assert_eq!(base62(0, 6), "000000");
+        assert_eq!(base62(61, 2), "0z");
+        let good = ghp("FAKEFAKEFAKEFAKEFAKEFAKEFAKE00");
+        assert_eq!(github_checksum(&good), Some(true));
+        let bad = format!("{}AAAAAA", &good[..good.len() - 6]);
+        assert_eq!(github_checksum(&bad), Some(false));
+        assert_eq!(github_checksum("github_pat_x"), None);
+    }
+
+    #[test]
+    fn name_kinds() {
+        let table = [
+            ("DB_PASSWORD", NameKind::Password),
+            ("--db-pass", NameKind::Password),
+            ("passphrase", NameKind::Password),
+            ("PGPASSWORD", NameKind::Password),
+            ("slackBottoken", NameKind::Secret),
+            ("HF_TOKEN", NameKind::Secret),
+            ("apiKey", NameKind::Secret),
+            ("client-secret", NameKind::Secret),
+            ("PASSWORD_FILE", NameKind::None),
+            ("secretName", NameKind::None),
+            ("STRIPE_PUBLISHABLE_KEY", NameKind::None),
+            ("RECAPTCHA_SITE_KEY", NameKind::None),
+            ("CACHE_KEY", NameKind::None),
+            ("password-stdin", NameKind::None),
+            ("monkey", NameKind::None),
+        ];
+        for (name, want) in table {
+            assert_eq!(name_kind(name), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn name_model_table() {
+        let table: &[(&str, &str, Option<&str>)] = &[
+            ("DB_PASSWORD", "hunter", Some("password")),
+            (
+                "MYSQL_ROOT_PASSWORD",
+                "correcthorsebattery",
+                Some("password"),
+            ),
+            ("DB_PASSWORD", "true", None),
+            ("DB_PASSWORD", "FAKEpassw0rd", Some("password")),
+            ("DB_PASSWORD", "1234", None),
+            ("DB_PASSWORD", "db-password-secret", None),
+            ("DB_PASSWORD", "${DB_PASSWORD}", None),
+            ("DB_PASSWORD", "changeme", None),
+            ("DB_PASSWORD", "abc", None),
+            ("API_KEY", "abcd1234abcd1234", Some("assigned-secret")),
+            ("API_KEY", "abcdefghijklmnop", None),
+            (
+                "API_KEY",
+                "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                None,
+            ),
+            (
+                "WANDB_API_KEY",
+                "89abcdef0123456789abcdef0123456789abcdef",
+                Some("assigned-secret"),
+            ),
+            ("TOKEN", "short1", None),
+        ];
+        for (name, value, want) in table {
+            assert_eq!(
+                name_rule(name, value, 0).map(|f| f.kind),
+                *want,
+                "{name}={value}"
+            );
+        }
+    }
+
+    #[test]
+    fn docker_auths_decode() {
+        // base64("fakeuser:FAKE-pass-EXAMPLE0") is a placeholder; base64("u:s3cr3tFAKEpw") is not.
+        assert!(!docker_auth_is_real("ZmFrZXVzZXI6RkFLRS1wYXNzLUVYQU1QTEUw"));
+        assert!(docker_auth_is_real("dTpzM2NyM3RGQUtFcHc="));
+        assert!(!docker_auth_is_real("dTo="));
+        assert_eq!(
+            decode_base64("aGVsbG8gd29ybGQ=").as_deref(),
+            Some("hello world")
+        );
+        assert_eq!(decode_base64("not base64!"), None);
+    }
+}
