@@ -1,13 +1,18 @@
 //! The redaction rules (`TK101 inline-credential`, `TK102 secret-data`) against a corpus of
-//! realistic manifests in `fixtures/lint/corpus/`:
+//! realistic manifests in `tests/redaction/`: `NN-<what>.yaml` files are written by hand,
+//! `gen-NNN-<family>-<place>.yaml` files by `tests/redaction/gen.py` from hand-written templates
+//! and the families it plants (the expectations come from what was planted, never from a
+//! scanner's output).
 //!
-//! * `positive/NN-<what>.yaml` plants exactly one (obviously fake) credential and marks the line
-//!   it must be reported on with `# expect: TK101` (or `TK102`), as the rule fixtures do; its
-//!   header lists the planted literal(s) as `# planted: <literal>` comments. Recall must be
-//!   100%: every marked line reported, nothing else reported.
-//! * `negative/NN-<what>.yaml` holds no credential but many near-misses (references,
-//!   placeholders, digests, UUIDs, key names that are about a credential, ...). False
-//!   positives must be 0.
+//! * `positive/` files plant exactly one (obviously fake) credential and mark the line it must
+//!   be reported on with `# expect: TK101` (or `TK102`), as the rule fixtures do; the header
+//!   lists the planted literal(s) as `# planted: <literal>` comments and the family as
+//!   `# family: <name>`. A file counts as found when its marked line is reported.
+//! * `negative/` files hold no credential but near-misses (encrypted values, public keys,
+//!   digests, ids, placeholders, references, credential files without a credential). A file
+//!   with any report is a false positive.
+//!
+//! Goals, per family and overall: recall >= 0.98, false-positive rate <= 0.01.
 //!
 //! No message may show a planted credential: the rules mask a value as its first 4 characters
 //! then `****`.
@@ -17,8 +22,11 @@ use std::path::{Path, PathBuf};
 use tao_k8s::lint::{Reported, Selection, lint};
 use tao_k8s::source::Source;
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/lint/corpus");
-const MIN_FILES: usize = 40;
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redaction");
+const MIN_FILES: usize = 300;
+const MIN_RECALL: f64 = 0.98;
+const MAX_FP_RATE: f64 = 0.01;
+const FAMILY: &str = "# family: ";
 const CODES: [&str; 2] = ["TK101", "TK102"];
 const EXPECT: &str = "# expect: ";
 const PLANTED: &str = "# planted: ";
@@ -29,18 +37,21 @@ fn corpus(side: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.expect("readable directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
     files.sort();
     for f in &files {
         let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         let (nn, rest) = name.split_at_checked(3).unwrap_or_default();
+        let hand =
+            nn.len() == 3 && nn[..2].bytes().all(|b| b.is_ascii_digit()) && nn.ends_with('-');
+        let generated = name.starts_with("gen-")
+            && name
+                .get(4..8)
+                .is_some_and(|n| n[..3].bytes().all(|b| b.is_ascii_digit()) && n.ends_with('-'));
         assert!(
-            nn.len() == 3
-                && nn[..2].bytes().all(|b| b.is_ascii_digit())
-                && nn.ends_with('-')
-                && rest.len() > ".yaml".len()
-                && rest.ends_with(".yaml"),
-            "{side}/{name} is not named NN-<what>.yaml"
+            (hand || generated) && rest.len() > ".yaml".len() && rest.ends_with(".yaml"),
+            "{side}/{name} is not named NN-<what>.yaml or gen-NNN-<family>-<place>.yaml"
         );
     }
     files
@@ -64,7 +75,15 @@ fn marked(text: &str) -> BTreeSet<(usize, String)> {
     text.lines()
         .enumerate()
         .filter_map(|(i, line)| line.split_once(EXPECT).map(|(_, codes)| (i + 1, codes)))
-        .flat_map(|(line, codes)| codes.split(',').map(move |c| (line, c.trim().to_string())))
+        // A marker may close a comment of the file's own syntax: `<!-- # expect: TK101 -->`.
+        .flat_map(|(line, codes)| {
+            codes.split(',').map(move |c| {
+                (
+                    line,
+                    c.split_whitespace().next().unwrap_or_default().to_string(),
+                )
+            })
+        })
         .collect()
 }
 
@@ -82,6 +101,13 @@ fn planted(text: &str) -> Vec<&str> {
         .filter_map(|line| line.strip_prefix(PLANTED))
         .map(str::trim)
         .collect()
+}
+
+/// The family a file plants (its `# family:` header), `hand-written` without one.
+fn family(text: &str) -> String {
+    text.lines()
+        .find_map(|l| l.strip_prefix(FAMILY))
+        .map_or_else(|| "hand-written".to_string(), |f| f.trim().to_string())
 }
 
 /// Standard or URL-safe base64 (padding optional), when it decodes to UTF-8 text.
@@ -172,7 +198,7 @@ fn the_corpus_is_large_enough_and_well_formed() {
         );
         for literal in literals {
             assert!(
-                literal.len() >= 8,
+                literal.len() >= 5,
                 "{}: planted {literal:?} is too short to check",
                 name(path)
             );
@@ -199,65 +225,100 @@ fn the_corpus_is_large_enough_and_well_formed() {
     }
 }
 
+/// Per family: files, found (positives) or flagged (negatives).
+type Tally = std::collections::BTreeMap<String, (usize, usize)>;
+
 #[test]
-fn recall_is_complete_and_there_are_no_false_positives() {
+fn recall_and_false_positive_rate_meet_the_goals() {
     let (positives, negatives) = (corpus("positive"), corpus("negative"));
-    let mut failures = Vec::new();
-    let (mut expected, mut found, mut findings, mut extra) = (0, 0, 0, 0);
+    let (mut found, mut flagged) = (Tally::new(), Tally::new());
+    let (mut misses, mut alarms, mut extras) = (Vec::new(), Vec::new(), Vec::new());
     for path in &positives {
         let (text, reported) = lint_file(path);
         let want = marked(&text);
         let got = reported_at(&reported);
-        findings += reported.len();
-        expected += want.len();
-        found += want.intersection(&got).count();
-        extra += got.difference(&want).count();
-        if !reported.iter().any(|r| CODES.contains(&r.diagnostic.code)) {
-            failures.push(format!(
-                "{}: no TK101/TK102 finding (want {want:?})",
-                name(path)
+        let hit = want.is_subset(&got);
+        let entry = found.entry(family(&text)).or_default();
+        entry.0 += 1;
+        entry.1 += usize::from(hit);
+        if !hit {
+            misses.push(format!(
+                "{}: want {want:?}, got:{}",
+                name(path),
+                describe(&reported)
             ));
         } else if got != want {
-            failures.push(format!(
-                "{}: want {want:?}, got:{}",
+            extras.push(format!(
+                "{}: unmarked findings:{}",
                 name(path),
                 describe(&reported)
             ));
         }
     }
-    let mut flagged = 0;
-    let mut negative_findings = 0;
     for path in &negatives {
-        let (_, reported) = lint_file(path);
-        negative_findings += reported.len();
+        let (text, reported) = lint_file(path);
+        let entry = flagged.entry(family(&text)).or_default();
+        entry.0 += 1;
         if !reported.is_empty() {
-            flagged += 1;
-            failures.push(format!(
+            entry.1 += 1;
+            alarms.push(format!(
                 "{}: false positive:{}",
                 name(path),
                 describe(&reported)
             ));
         }
     }
-    let recall = 100.0 * found as f64 / expected.max(1) as f64;
-    let fp_rate = 100.0 * flagged as f64 / negatives.len().max(1) as f64;
+    let rate = |(n, k): (usize, usize)| k as f64 / n.max(1) as f64;
+    let total = |t: &Tally| t.values().fold((0, 0), |a, v| (a.0 + v.0, a.1 + v.1));
+    let mut failures = Vec::new();
+    eprintln!("redaction corpus, positives: family, files, found, recall");
+    for (fam, &counts) in found.iter().chain([(&"all".to_string(), &total(&found))]) {
+        eprintln!(
+            "  {fam:<24} {:>4} {:>4} {:.3}",
+            counts.0,
+            counts.1,
+            rate(counts)
+        );
+        if rate(counts) < MIN_RECALL {
+            failures.push(format!(
+                "recall of {fam} is {:.3} < {MIN_RECALL}",
+                rate(counts)
+            ));
+        }
+    }
+    eprintln!("redaction corpus, negatives: family, files, flagged, false-positive rate");
+    for (fam, &counts) in flagged
+        .iter()
+        .chain([(&"all".to_string(), &total(&flagged))])
+    {
+        eprintln!(
+            "  {fam:<24} {:>4} {:>4} {:.3}",
+            counts.0,
+            counts.1,
+            rate(counts)
+        );
+        if rate(counts) > MAX_FP_RATE {
+            failures.push(format!(
+                "false-positive rate of {fam} is {:.3} > {MAX_FP_RATE}",
+                rate(counts)
+            ));
+        }
+    }
+    // Unmarked findings in a positive file are false alarms too, held to the same rate.
+    let extra_rate = rate((positives.len(), extras.len()));
     eprintln!(
-        "redaction corpus: {} positive files, {findings} findings, {found}/{expected} marked \
-         findings reported (recall {recall:.1}%), {extra} unmarked findings",
-        positives.len()
+        "redaction corpus: {} positive files with unmarked findings ({extra_rate:.3})",
+        extras.len()
     );
-    eprintln!(
-        "redaction corpus: {} negative files, {negative_findings} findings, {flagged} files \
-         flagged (false-positive rate {fp_rate:.1}%)",
-        negatives.len()
-    );
-    assert!(
-        failures.is_empty(),
-        "{} corpus failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-    assert_eq!((found, extra, flagged), (expected, 0, 0));
+    if extra_rate > MAX_FP_RATE {
+        failures.push(format!(
+            "unmarked findings in {extra_rate:.3} of the positives"
+        ));
+    }
+    for line in misses.iter().chain(&alarms).chain(&extras) {
+        eprintln!("{line}");
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
@@ -273,10 +334,11 @@ fn messages_never_show_a_planted_credential() {
                 failures.push(format!("{}: no masked value in {message:?}", name(&path)));
             }
             for literal in planted(&text) {
-                // Not the literal, nor any 8 consecutive characters of it: the mask keeps 4.
+                // Not the literal, nor any 8 consecutive characters of it: the mask keeps 4
+                // (none of a value under 8 characters).
                 let chars: Vec<char> = literal.chars().collect();
                 let leak = chars
-                    .windows(8)
+                    .windows(8.min(chars.len()))
                     .map(|w| w.iter().collect::<String>())
                     .find(|w| message.contains(w.as_str()));
                 if let Some(leak) = leak {
