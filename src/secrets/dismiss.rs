@@ -119,11 +119,14 @@ pub fn is_identifier(v: &str) -> bool {
 }
 
 /// camelCase/PascalCase words (`awsSecretAccessKey2`, `PublicIpv4Pools`, a `secretKeyRef.key`):
-/// uppercase, at least half lowercase, and no lone lowercase letter. Random mixed-case keys have
-/// lone lowercase letters between capitals and digits.
+/// uppercase but at most a third of it, at least half lowercase, and no lone lowercase letter.
+/// Random mixed-case keys have lone lowercase letters between capitals and digits, or more
+/// capitals (`FAKEja3azoIUXttwlRPRjwrC`).
 fn is_camel_words(v: &str) -> bool {
     let lower = v.bytes().filter(u8::is_ascii_lowercase).count();
-    v.contains(|c: char| c.is_ascii_uppercase())
+    let upper = v.bytes().filter(u8::is_ascii_uppercase).count();
+    upper > 0
+        && upper * 3 <= v.len()
         && lower * 2 >= v.len()
         && !v
             .split(|c: char| !c.is_ascii_lowercase())
@@ -191,6 +194,7 @@ mod tests {
             ("sk_live_FAKE51HqLyjWDarjtT1zdp7dc", None),
             ("0123456789abcdef0123456789abcdef", None), // 32 hex: an API key format too
             ("hunter2hunter2", None),
+            ("FAKEja3azoIUXttwlRPRjwrC", None), // camel-like runs, but a third is capitals
         ];
         for (v, want) in table {
             assert_eq!(dismissed(v), *want, "{v:?}");

@@ -443,6 +443,12 @@ mod tests {
                 Some("assigned-secret"),
             ),
             ("TOKEN", "short1", None),
+            (
+                "--client-secret",
+                "FAKEja3azoIUXttwlRPRjwrC",
+                Some("assigned-secret"),
+            ),
+            ("API_KEY", "awsSecretAccessKey2", None), // camelCase words: a name
         ];
         for (name, value, want) in table {
             assert_eq!(
