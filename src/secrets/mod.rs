@@ -91,16 +91,9 @@ fn re(pattern: &str) -> Regex {
 /// so `HF_TOKEN=hf_…` is one "huggingface-token" finding.
 pub fn scan_text(text: &str) -> Vec<Finding> {
     let mut out = Vec::new();
-    let lower_hint = |w: &str| {
-        text.as_bytes()
-            .windows(w.len())
-            .any(|x| x.eq_ignore_ascii_case(w.as_bytes()))
-    };
-    // The name model needs a name with a secret word, and every secret word contains one of
-    // these: text without them holds no assignment worth parsing.
-    let named = ["key", "token", "secret", "pass", "cred", "pwd"]
-        .iter()
-        .any(|w| lower_hint(w));
+    // The name model needs a name with a secret word: text without one holds no assignment
+    // worth parsing.
+    let named = has_secret_hint(text);
     // Every catalogue shape needs a token of 12 or more characters, a URL password (`@`) or a
     // PEM block; shorter credentials need a credential name or an option (` -`). Most strings
     // of a manifest (names, short values) have none of these and skip the regexes.
@@ -169,8 +162,10 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
         extract::assignments(text, true, &mut candidates);
     }
     extract::files(text, &mut candidates);
-    // Options need a dash after a blank: `-p`, `--user`, `-u`.
-    if text.contains(" -") {
+    // Options need a dash after a blank, and a credential option a secret word or one of the
+    // short options and `user:secret` options the argv rules know (`-p`, `-u`, `-a`, `--user`).
+    let options = [" -p", " -u", " -a", "-user", "basic-auth"];
+    if text.contains(" -") && (named || options.iter().any(|o| text.contains(o))) {
         extract::shell(text, &mut candidates);
     }
     for c in candidates {

@@ -218,7 +218,20 @@ pub enum NameKind {
 /// `key`: `monkey`, `hotkey`.)
 const SECRET_SUFFIXES: [&str; 4] = ["password", "passwd", "token", "secret"];
 
+/// Every secret word and suffix contains one of these: a name without them is no credential
+/// name, and most names (`--epochs`, `image`, `app.kubernetes.io/name`) are ruled out without
+/// splitting them into words.
+static HINT: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)key|token|secret|pass|pwd|cred"));
+
+/// True when `text` holds a word a credential name needs.
+pub fn has_secret_hint(text: &str) -> bool {
+    HINT.is_match(text)
+}
+
 pub fn name_kind(name: &str) -> NameKind {
+    if !has_secret_hint(name) {
+        return NameKind::None;
+    }
     let mut words = name_words(name);
     for w in &mut words {
         if let Some(suffix) = SECRET_SUFFIXES
