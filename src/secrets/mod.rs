@@ -195,6 +195,10 @@ fn judge(c: &Candidate, value: &str, base: usize) -> Option<Finding> {
 /// short options (`-pX`), `user:secret` pairs. Returns `(element index, finding)`, the range
 /// inside that element. Each element's own text is for [`scan_text`].
 pub fn scan_argv<S: AsRef<str>>(words: &[S]) -> Vec<(usize, Finding)> {
+    // Lists without an option or an assignment (ports, names, paths) hold no option value.
+    if !words.iter().any(|w| w.as_ref().contains(['-', '='])) {
+        return Vec::new();
+    }
     let mut out: Vec<(usize, Finding)> = extract::argv(words)
         .into_iter()
         .filter_map(|(i, c)| {
@@ -216,6 +220,14 @@ pub fn scan_argv<S: AsRef<str>>(words: &[S]) -> Vec<(usize, Finding)> {
 /// credential name. The whole value must be one word (no whitespace) for the name model; an
 /// `Authorization` header's value is judged as one.
 pub fn scan_assignment(name: &str, value: &str) -> Vec<Finding> {
+    // Most values of a manifest are short words (`Always`, `8080`, `main`): under 12 characters
+    // without `@` or a blank, only a password name can make one a credential.
+    if value.len() < 12
+        && !value.contains(['@', ' '])
+        && recognise::name_kind(name) != NameKind::Password
+    {
+        return Vec::new();
+    }
     let mut out = scan_text(value);
     let header = name.eq_ignore_ascii_case("authorization")
         || name.eq_ignore_ascii_case("proxy-authorization");
