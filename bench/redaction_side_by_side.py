@@ -53,7 +53,7 @@ def rel(path, base):
 
 
 def tao(binary, base):
-    out = subprocess.run([binary, "lint", "--select", "redaction", "--format", "json", "--exit-zero",
+    out = subprocess.run([binary, "lint", "--select", "redaction", "--format", "jsonl", "--exit-zero",
                           str(base)], capture_output=True, text=True, check=True).stdout
     return {rel(json.loads(l)["file"], base) for l in out.splitlines() if l.strip()}
 
