@@ -210,11 +210,12 @@ pub fn argv<S: AsRef<str>>(words: &[S]) -> Vec<(usize, Candidate)> {
         let Some(short) = w.strip_prefix('-').filter(|s| !s.is_empty()) else {
             continue;
         };
-        let (flag, glued) = short.split_at(1);
+        // The flag is one character, which need not be one byte (`-\u{2028}`).
+        let (flag, glued) = short.split_at(short.chars().next().map_or(0, char::len_utf8));
         let value = if glued.is_empty() {
             next.map(|n| (i + 1, 0..n.len()))
         } else {
-            Some((i, 2..w.len()))
+            Some((i, 1 + flag.len()..w.len()))
         };
         let Some((at, range)) = value else { continue };
         let tool = tool.as_str();
@@ -315,6 +316,25 @@ mod tests {
         let mut out = Vec::new();
         shell(text, &mut out);
         out.into_iter().map(|c| (c.name, &text[c.range])).collect()
+    }
+
+    #[test]
+    fn options_of_characters_wider_than_a_byte_are_cut_on_boundaries() {
+        // Found by the injection property: `-\u{2028}` was split inside its character.
+        for words in [
+            &["mysql", "-\u{2028}"][..],
+            &["mysql", "-é-FAKEpw1"],
+            &["mysql", "-pé-FAKEpw1"],
+            &["train", "--é=x"],
+            &["curl", "-ué:FAKEpw1"],
+        ] {
+            for (i, c) in argv(words) {
+                assert!(words[i].get(c.range.clone()).is_some(), "{words:?}: {c:?}");
+            }
+        }
+        let found = argv(&["mysql", "-pé-FAKEpw1"]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(&"-pé-FAKEpw1"[found[0].1.range.clone()], "é-FAKEpw1");
     }
 
     #[test]
