@@ -148,7 +148,7 @@ pub fn catalogue_finding(shape: Shape, token: &str, range: Range<usize>) -> Find
 /// for formats without a checksum (fine-grained PATs, legacy lengths).
 pub fn github_checksum(token: &str) -> Option<bool> {
     let body = token.get(4..)?;
-    if !token.starts_with("gh") || body.len() != 36 {
+    if !token.starts_with("gh") || body.len() != 36 || !body.is_ascii() {
         return None;
     }
     let (random, check) = body.split_at(30);
