@@ -235,13 +235,7 @@ fn collect(node: &crate::yaml::Node, key: &str, out: &mut Vec<String>) {
         ),
         Value::Seq(items) => {
             // An argv: a value is a credential next to its option (`[--token, X]`, `-pX`).
-            let words: Vec<&str> = items
-                .iter()
-                .map(|n| match &n.value {
-                    Value::Str(s) => s.as_str(),
-                    _ => "",
-                })
-                .collect();
+            let words = crate::yaml::words(items);
             out.extend(
                 crate::secrets::scan_argv(&words)
                     .into_iter()

@@ -124,6 +124,17 @@ enum Open {
     },
 }
 
+/// The strings of a sequence's items, `""` for any other item: an argv as it is written.
+pub fn words(items: &[Node]) -> Vec<&str> {
+    items
+        .iter()
+        .map(|n| match &n.value {
+            Value::Str(s) => s.as_str(),
+            _ => "",
+        })
+        .collect()
+}
+
 /// Parse every document of `source`.
 pub fn parse(source: &Source, limits: Limits) -> Result<Stream, SyntaxError> {
     let mut documents = Vec::new();

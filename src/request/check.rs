@@ -890,13 +890,7 @@ fn credentials_anywhere(c: &mut Checker, node: &Node, at: &mut Vec<Step>) {
             // An argv (`command.args`, `command.config.argv`): option values across elements
             // (`[--token, X]`, `[mysql, -pX]`), reported on the value's element.
             let argv = [path("spec.command.args"), path("spec.command.config.argv")].contains(at);
-            let words: Vec<&str> = items
-                .iter()
-                .map(|n| match &n.value {
-                    Value::Str(s) => s.as_str(),
-                    _ => "",
-                })
-                .collect();
+            let words = crate::yaml::words(items);
             let mut flagged = Vec::new();
             if argv {
                 for (i, f) in secrets::scan_argv(&words) {

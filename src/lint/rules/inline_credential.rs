@@ -79,14 +79,8 @@ impl Rule for InlineCredential {
                 }
                 return;
             }
-            let words: Vec<&str> = command
-                .iter()
-                .chain(args)
-                .map(|n| match &n.value {
-                    Value::Str(s) => s.as_str(),
-                    _ => "",
-                })
-                .collect();
+            let mut words = crate::yaml::words(command);
+            words.extend(crate::yaml::words(args));
             for (i, f) in secrets::scan_argv(&words) {
                 let (key, index, node) = if i < command.len() {
                     ("command", i, &command[i])
