@@ -92,9 +92,10 @@ for entry in "${cases[@]}"; do
   cpu=0 rss=0 code=0
   for _ in 1 2 3; do
     # GNU time measures the last command of the pipeline: tao-k8s itself.
-    command_timed=${command/\"\$bin\"/\/usr\/bin\/time -f '%U %S %M' -o \"\$work/time\" \"\$bin\"}
+    # (Its format comes from TIME: a quoted format would not survive the substitution.)
+    command_timed=${command/\"\$bin\"/\/usr\/bin\/time -o \"\$work/time\" \"\$bin\"}
     code=0
-    bin=$bin work=$work bash -c "$command_timed" >/dev/null 2>&1 || code=$?
+    TIME='%U %S %M' bin=$bin work=$work bash -c "$command_timed" >/dev/null 2>&1 || code=$?
     # GNU time writes "Command exited with non-zero status N" first when it did.
     read -r user sys kib < <(tail -n 1 "$work/time")
     cpu=$(python3 -c "print(max($cpu, $user + $sys))")
