@@ -184,14 +184,10 @@ fn suppressions_work_and_stale_ones_are_reported() {
     let out = tao(&[
         "lint",
         "--format",
-        "jsonl",
+        "json",
         "fixtures/lint-cli/suppressed.yaml",
     ]);
-    let lines: Vec<Json> = String::from_utf8(out.stdout.clone())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = findings(&out);
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!(lines[0]["code"], "TK020");
     assert_eq!(lines[0]["severity"], "warning");
@@ -204,14 +200,10 @@ fn a_renamed_code_still_suppresses_with_a_note() {
     let out = tao(&[
         "lint",
         "--format",
-        "jsonl",
+        "json",
         "fixtures/lint-cli/renamed-code.yaml",
     ]);
-    let lines: Vec<Json> = String::from_utf8(out.stdout.clone())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = findings(&out);
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!(lines[0]["code"], "TK020");
     assert_eq!(lines[0]["severity"], "note");
