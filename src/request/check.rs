@@ -188,7 +188,6 @@ pub(super) fn check(req: &ActionRequest, tree: &Node) -> Vec<Diagnostic> {
     env(&mut c, req);
     naming(&mut c, req);
     credentials_anywhere(&mut c, tree, &mut Vec::new());
-    credentials_in_keys(&mut c, tree, &mut Vec::new());
     control_characters(&mut c, tree, &mut Vec::new());
     c.diags
 }
@@ -911,29 +910,10 @@ fn credentials_anywhere(c: &mut Checker, node: &Node, at: &mut Vec<Step>) {
         }
         Value::Map(entries) => {
             for (k, v) in entries {
-                at.push(Step::Key(crate::yaml::key_text(k)));
-                credentials_anywhere(c, v, at);
-                at.pop();
-            }
-        }
-        _ => {}
-    }
-}
-
-/// No map key may be a credential either: label keys and env names reach every object.
-fn credentials_in_keys(c: &mut Checker, node: &Node, at: &mut Vec<Step>) {
-    match &node.value {
-        Value::Seq(items) => {
-            for (i, item) in items.iter().enumerate() {
-                at.push(Step::Index(i));
-                credentials_in_keys(c, item, at);
-                at.pop();
-            }
-        }
-        Value::Map(entries) => {
-            for (k, v) in entries {
                 let key = crate::yaml::key_text(k);
                 at.push(Step::Key(key.clone()));
+                // No key may be a credential either: label keys and env names reach every
+                // object.
                 if let Some(f) = secrets::scan_text(&key).first() {
                     let shown = secrets::mask(&key[f.range.clone()]);
                     c.key_error(
@@ -947,7 +927,7 @@ fn credentials_in_keys(c: &mut Checker, node: &Node, at: &mut Vec<Step>) {
                         Some("never put credentials in a request, not even as a name".into()),
                     );
                 }
-                credentials_in_keys(c, v, at);
+                credentials_anywhere(c, v, at);
                 at.pop();
             }
         }
