@@ -18,6 +18,7 @@
 
 pub mod codes;
 pub mod compile;
+pub mod crd;
 pub mod diag;
 pub mod lint;
 pub mod names;

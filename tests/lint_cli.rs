@@ -453,3 +453,145 @@ fn directories_are_walked_once_through_symlink_loops_like_kubectl_reads_them() {
         2 * per_file
     );
 }
+
+const CRD: &str = "fixtures/lint-cli/crd/trainingqueue-crd.yaml";
+const CUSTOM: &str = "fixtures/lint-cli/crd/queues.yaml";
+
+/// `(code, severity, line, field)` of every finding.
+fn where_found(out: &std::process::Output) -> Vec<(String, String, u64, String)> {
+    findings(out)
+        .iter()
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().to_string(),
+                f["severity"].as_str().unwrap().to_string(),
+                f["line"].as_u64().unwrap(),
+                f["path"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn custom_resources_are_checked_against_their_crd() {
+    let out = tao(&["lint", "--format", "json", "--crd", CRD, CUSTOM]);
+    assert_eq!(code(&out), Some(1));
+    let found = where_found(&out);
+    let error = |line: u64, path: &str| {
+        (
+            "TK201".to_string(),
+            "error".to_string(),
+            line,
+            path.to_string(),
+        )
+    };
+    let note = |line: u64| ("TK021".to_string(), "note".to_string(), line, String::new());
+    assert_eq!(
+        found,
+        [
+            error(23, "spec"),
+            error(24, "spec.maxGpu"),
+            error(25, "spec.burst"),
+            error(26, "spec.policy"),
+            error(27, "spec.clusterName"),
+            error(28, "spec.nodeLabels.zone"),
+            error(30, "spec.flavors[0]"),
+            error(31, "spec.flavors[0].nmae"),
+            error(33, "status.admitted"),
+            // v1alpha1 declares no schema: not checked, as an unknown kind.
+            note(35),
+            // v2 is not a version of the CRD: the API server has no such resource.
+            error(42, "apiVersion"),
+            // No CRD for it.
+            note(49),
+        ]
+    );
+    let text = String::from_utf8_lossy(&tao(&["lint", "--crd", CRD, CUSTOM]).stdout).to_string();
+    assert!(text.contains("'maxGpu' was unexpected"), "{text}");
+    assert!(
+        text.contains("declares no schema for gpu.example.com/v1alpha1"),
+        "{text}"
+    );
+    // A folder of CRDs (and other manifests, skipped) reads the same.
+    let folder = tao(&[
+        "lint",
+        "--format",
+        "json",
+        "--crd",
+        "fixtures/lint-cli/crd",
+        CUSTOM,
+    ]);
+    assert_eq!(where_found(&folder), found);
+}
+
+#[test]
+fn strict_kinds_makes_a_kind_without_schema_an_error() {
+    let notes = tao(&["lint", "--format", "json", CUSTOM]);
+    let found = where_found(&notes);
+    assert_eq!(found.len(), 5, "{found:?}");
+    assert!(
+        found.iter().all(|f| f.0 == "TK021" && f.1 == "note"),
+        "{found:?}"
+    );
+    assert_eq!(
+        code(&notes),
+        Some(0),
+        "a kind without schema is a note by default"
+    );
+    let strict = tao(&["lint", "--format", "json", "--strict-kinds", CUSTOM]);
+    assert_eq!(code(&strict), Some(1));
+    assert!(
+        where_found(&strict)
+            .iter()
+            .all(|f| f.0 == "TK021" && f.1 == "error")
+    );
+    let with_crd = tao(&[
+        "lint",
+        "--format",
+        "json",
+        "--strict-kinds",
+        "--crd",
+        CRD,
+        CUSTOM,
+    ]);
+    let unknown: Vec<u64> = where_found(&with_crd)
+        .iter()
+        .filter(|f| f.0 == "TK021")
+        .map(|f| f.2)
+        .collect();
+    assert_eq!(unknown, [35, 49]);
+    // A suppression still holds under --strict-kinds.
+    let suppressed = "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata:\n  \
+                      name: m\n  annotations: {tao-k8s.io/ignore: \"TK021 # no CRD at hand\"}\n";
+    let out = Command::cargo_bin("tao-k8s")
+        .unwrap()
+        .args(["lint", "--strict-kinds", "-"])
+        .write_stdin(suppressed)
+        .output()
+        .unwrap();
+    assert_eq!(
+        code(&out),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn a_crd_that_cannot_be_read_stops_the_run() {
+    for (crd, says) in [
+        (
+            "fixtures/lint-cli/legacy-crd.yaml",
+            "legacy-crd.yaml:1:1: a CustomResourceDefinition of `apiextensions.k8s.io/v1beta1`",
+        ),
+        ("fixtures/lint-cli/missing.yaml", "missing.yaml"),
+        (CUSTOM, "no CustomResourceDefinition in"),
+        ("fixtures/lint-cli/broken.yaml", "not valid YAML"),
+    ] {
+        let out = tao(&["lint", "--crd", crd, CUSTOM]);
+        assert_eq!(code(&out), Some(2), "{crd}");
+        assert!(out.stdout.is_empty(), "{crd}: nothing is linted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{crd}: {stderr}");
+    }
+}

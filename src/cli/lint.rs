@@ -8,6 +8,8 @@ use serde_json::{Value as Json, json};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use tao_k8s::crd::Catalogue;
 use tao_k8s::diag::{Redactor, Severity};
 use tao_k8s::lint::{Reported, Selection, registry};
 use tao_k8s::source::{Source, Span};
@@ -101,6 +103,29 @@ fn is_loop(e: &ignore::Error) -> bool {
         | ignore::Error::WithDepth { err, .. }
         | ignore::Error::WithLineNumber { err, .. } => is_loop(err),
         _ => false,
+    }
+}
+
+/// The CustomResourceDefinitions under these paths (`--crd`), read before anything is linted:
+/// one that cannot be read stops the run (exit 2), as a missing file does.
+pub fn crds(out: &Reporter, paths: &[PathBuf]) -> Result<Option<Arc<Catalogue>>, ExitCode> {
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let files = discover(paths).map_err(|message| out.io_error(&message))?;
+    let mut sources = Vec::new();
+    for file in &files {
+        match read_source(file) {
+            Ok(source) => sources.push(source),
+            Err(e) => return Err(e.report(out)),
+        }
+    }
+    match Catalogue::read(&sources) {
+        Ok(catalogue) => Ok(Some(Arc::new(catalogue))),
+        Err(why) => {
+            eprintln!("error: --crd: {why}");
+            Err(ExitCode::from(USAGE))
+        }
     }
 }
 

@@ -174,6 +174,13 @@ Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O, or input th
         /// Most findings reported per file; the rest are counted in one last report (TK009).
         #[arg(long, value_name = "N", default_value_t = 10_000)]
         max_findings: usize,
+        /// CustomResourceDefinitions (files or folders, repeatable): objects of their kinds are
+        /// checked against their `openAPIV3Schema`, unknown fields included.
+        #[arg(long, value_name = "PATH")]
+        crd: Vec<PathBuf>,
+        /// A kind with no schema (not built in, no `--crd`) is an error, not a note.
+        #[arg(long)]
+        strict_kinds: bool,
     },
     /// List the lint rules.
     Rules {
@@ -284,11 +291,19 @@ pub fn run() -> ExitCode {
             fail_on,
             exit_zero,
             max_findings,
+            crd,
+            strict_kinds,
         } => {
+            let crds = match lint::crds(&out, &crd) {
+                Ok(crds) => crds,
+                Err(code) => return code,
+            };
             let selection = tao_k8s::lint::Selection {
                 select,
                 ignore,
                 max_findings: Some(max_findings),
+                crds,
+                strict_kinds,
             };
             lint::run(&out, &paths, format, &selection, fail_on, exit_zero)
         }

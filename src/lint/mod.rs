@@ -7,6 +7,7 @@ pub mod pods;
 pub mod registry;
 pub mod rules;
 
+use crate::crd::Verdict;
 use crate::diag::{Diagnostic, Severity};
 use crate::source::{Source, Span};
 use crate::yaml::{self, Node, Step, Value, display_path};
@@ -210,6 +211,10 @@ pub struct Selection {
     /// their highest severity, so that a hostile input cannot fill memory with findings.
     /// `None` = no limit.
     pub max_findings: Option<usize>,
+    /// Custom kinds whose objects strict-schema checks (`--crd`).
+    pub crds: Option<std::sync::Arc<crate::crd::Catalogue>>,
+    /// A kind with no schema is an error, not a note (`--strict-kinds`).
+    pub strict_kinds: bool,
 }
 
 /// Whether a code, rule name or group names the rule, in any case (`tk101`, `REDACTION`).
@@ -382,7 +387,31 @@ fn lint_stream(
         labels.push(doc.label());
         out.suppressions(source, &doc, index, &labels[index]);
         if schema_checked && crate::schema::validator_for(doc.api_version, doc.kind).is_none() {
-            out.unknown_kind(source, &doc, &node, index);
+            let verdict = match &selection.crds {
+                Some(crds) => crds.check(&doc),
+                None => Verdict::Unknown,
+            };
+            match verdict {
+                Verdict::Checked(findings) => {
+                    let meta = &rules::StrictSchema::META;
+                    let mut found = Findings::new(out.room());
+                    findings.into_iter().for_each(|f| found.push(f));
+                    for f in found.kept {
+                        out.finding(source, &labels[index], index, meta, f);
+                    }
+                    out.over_room(index, meta, found.over);
+                }
+                Verdict::NoSchema(why) => {
+                    out.unknown_kind(source, &node, index, &why, selection.strict_kinds);
+                }
+                Verdict::Unknown => {
+                    let why = format!(
+                        "kind {}/{} has no known schema: its schema is not checked",
+                        doc.api_version, doc.kind
+                    );
+                    out.unknown_kind(source, &node, index, &why, selection.strict_kinds);
+                }
+            }
         }
         for rule in &rules {
             let mut found = Findings::new(out.room());
@@ -465,19 +494,23 @@ impl Collected {
 
     /// A kind with no known schema: a note, unless the object suppresses it (a custom
     /// resource, say), which uses the suppression.
-    fn unknown_kind(&mut self, source: &Source, doc: &Document, node: &Node, index: usize) {
+    fn unknown_kind(&mut self, source: &Source, node: &Node, index: usize, why: &str, error: bool) {
         match self.suppressed.get_mut(&index) {
             Some((codes, _, reported)) if codes.iter().any(|c| c == UNKNOWN_KIND) => {
                 reported.push(UNKNOWN_KIND);
             }
-            _ => self.push(note(
-                source,
-                node,
-                &format!(
-                    "kind {}/{} has no known schema: its schema is not checked",
-                    doc.api_version, doc.kind
-                ),
-            )),
+            _ => {
+                let mut reported = note(source, node, why);
+                if error {
+                    reported.diagnostic.severity = Severity::Error;
+                    reported.diagnostic.help = Some(
+                        "pass its CustomResourceDefinition with `--crd`, or suppress TK021 on \
+                         the object"
+                            .into(),
+                    );
+                }
+                self.push(reported);
+            }
         }
     }
 
