@@ -114,7 +114,8 @@ pub fn files(text: &str, out: &mut Vec<Candidate>) {
             push("password", c.get(1).expect("group 1").range(), false);
         }
     }
-    if text.contains(':') {
+    // A `.pgpass` line has four colons.
+    if text.bytes().filter(|&b| b == b':').count() >= 4 {
         for c in PGPASS.captures_iter(text) {
             push("password", c.get(1).expect("group 1").range(), false);
         }
@@ -130,8 +131,8 @@ pub fn files(text: &str, out: &mut Vec<Candidate>) {
     if text.len() >= 20
         && text
             .as_bytes()
-            .iter()
-            .any(|b| b.eq_ignore_ascii_case(&b'z'))
+            .windows(13)
+            .any(|w| w.eq_ignore_ascii_case(b"authorization"))
     {
         for c in AUTH_HEADER.captures_iter(text) {
             push("authorization", c.get(1).expect("group 1").range(), true);

@@ -101,7 +101,11 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
     if longest < 12 && !named && !text.contains('@') && !text.contains(" -") {
         return out;
     }
-    for begin in PEM_BEGIN.find_iter(text) {
+    // Each regex below runs (and is compiled) only on text that holds its literal.
+    let pems = text
+        .contains("-----BEGIN ")
+        .then(|| PEM_BEGIN.find_iter(text));
+    for begin in pems.into_iter().flatten() {
         // Through the END line, or to the end of a truncated text.
         let end = PEM_END.find_at(text, begin.end());
         let (body_end, key_end) = end.map_or((text.len(), text.len()), |e| (e.start(), e.end()));
@@ -109,7 +113,11 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
             push(&mut out, finding(PRIVATE_KEY, begin.start()..key_end));
         }
     }
-    if let Some(auths) = DOCKER_AUTHS.find(text) {
+    if let Some(auths) = text
+        .contains("auths")
+        .then(|| DOCKER_AUTHS.find(text))
+        .flatten()
+    {
         for c in DOCKER_FIELD.captures_iter(&text[auths.end()..]) {
             let m = c.get(2).expect("group 2 always participates");
             let range = auths.end() + m.start()..auths.end() + m.end();
@@ -124,15 +132,14 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
         }
     }
     if longest >= 12 {
-        for i in SHAPE_SET.matches(text).iter() {
-            let ((shape, _), re) = (&SHAPES[i], &SHAPE_RES[i]);
+        for (shape, re) in candidate_shapes(text) {
             for c in re.captures_iter(text) {
                 let m = c
                     .name("s")
                     .or_else(|| c.get(0))
                     .expect("a match has group 0");
                 if dismiss::dismissed(m.as_str()).is_none() {
-                    push(&mut out, catalogue_finding(*shape, m.as_str(), m.range()));
+                    push(&mut out, catalogue_finding(shape, m.as_str(), m.range()));
                 }
             }
         }
@@ -141,10 +148,8 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
     // set aws_secret_access_key …`, `"SecretAccessKey": …`): AWS-heavy text is full of 40-char
     // CamelCase names and paths, so "aws" alone is not enough.
     let aws_secret = |m: &regex::Match| is_aws_secret(m.as_str()) && !m.as_str().starts_with('/');
-    for m in RUN
-        .find_iter(text)
-        .filter(|m| longest >= 40 && aws_secret(m))
-    {
+    let runs = (longest >= 40).then(|| RUN.find_iter(text));
+    for m in runs.into_iter().flatten().filter(aws_secret) {
         let mut from = m.start().saturating_sub(80);
         while !text.is_char_boundary(from) {
             from += 1;

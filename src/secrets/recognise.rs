@@ -11,7 +11,7 @@ use super::dismiss::{dismissed, is_dashed_name, is_identifier, is_reference};
 use super::{Confidence, Finding};
 use regex::Regex;
 use std::ops::Range;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 /// A shape's stable id and description.
 pub type Shape = (&'static str, &'static str);
@@ -68,12 +68,58 @@ fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("recognise.rs patterns are valid")
 }
 
-/// All shapes at once: one pass tells which of them can match at all.
-pub static SHAPE_SET: LazyLock<regex::RegexSet> = LazyLock::new(|| {
-    regex::RegexSet::new(SHAPES.iter().map(|s| s.1)).expect("recognise.rs patterns are valid")
+/// Literals one of which every match of the shape of the same index holds (compared ignoring
+/// case). One Aho-Corasick pass finds the shapes a text can hold, and only their regexes are
+/// compiled and run: most texts hold none, and a process that scans a few values compiles
+/// none of the sixteen.
+#[rustfmt::skip]
+const SHAPE_LITERALS: [&[&str]; 16] = [
+    &["hooks.slack.com/"],
+    &["://"],
+    &["A3T", "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "ABIA", "ACCA"],
+    &["nvapi-"],
+    &["hf_"],
+    &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+    &["glpat-", "gldt-", "glrt-", "glptt-"],
+    &["xox"],
+    &["k_live_", "k_test_"],
+    &["sk-"],
+    &["AIza"],
+    &["AccountKey=", "SharedAccessKey=", "SharedAccessSignature="],
+    &["npm_"],
+    &["pypi-AgE"],
+    &["eyJ"],
+    &["$apr1$", "$2a$", "$2b$", "$2y$", "$1$", "$5$", "$6$", "{SHA}"],
+];
+
+static SHAPE_PREFILTER: LazyLock<(aho_corasick::AhoCorasick, Vec<usize>)> = LazyLock::new(|| {
+    let (literals, shapes): (Vec<&str>, Vec<usize>) = SHAPE_LITERALS
+        .iter()
+        .enumerate()
+        .flat_map(|(i, literals)| literals.iter().map(move |l| (*l, i)))
+        .unzip();
+    let searcher = aho_corasick::AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        // An NFA builds in a fraction of a DFA's time; the texts scanned are short.
+        .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
+        .build(literals)
+        .expect("shape literals build an automaton");
+    (searcher, shapes)
 });
-pub static SHAPE_RES: LazyLock<Vec<Regex>> =
-    LazyLock::new(|| SHAPES.iter().map(|s| re(s.1)).collect());
+
+static SHAPE_RES: [OnceLock<Regex>; 16] = [const { OnceLock::new() }; 16];
+
+/// The shapes `text` can hold, with their regexes, in catalogue order.
+pub fn candidate_shapes(text: &str) -> impl Iterator<Item = (Shape, &'static Regex)> {
+    let (searcher, shapes) = &*SHAPE_PREFILTER;
+    let mut hit = [false; 16];
+    for m in searcher.find_overlapping_iter(aho_corasick::Input::new(text)) {
+        hit[shapes[m.pattern().as_usize()]] = true;
+    }
+    (0..SHAPES.len())
+        .filter(move |&i| hit[i])
+        .map(|i| (SHAPES[i].0, SHAPE_RES[i].get_or_init(|| re(SHAPES[i].1))))
+}
 
 /// Name words that say the value is a credential (compound words cover `APIKEY`, `SECRETKEY`).
 const SECRET_WORDS: &str = "key keys token tokens secret secrets password passwords passwd pass \
@@ -221,11 +267,20 @@ const SECRET_SUFFIXES: [&str; 4] = ["password", "passwd", "token", "secret"];
 /// Every secret word and suffix contains one of these: a name without them is no credential
 /// name, and most names (`--epochs`, `image`, `app.kubernetes.io/name`) are ruled out without
 /// splitting them into words.
-static HINT: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)key|token|secret|pass|pwd|cred"));
+const HINTS: [&[u8]; 6] = [b"key", b"token", b"secret", b"pass", b"pwd", b"cred"];
 
-/// True when `text` holds a word a credential name needs.
+/// True when `text` holds a word a credential name needs (in any case). A loop, not an
+/// automaton: the texts are names and values, and building one costs more than the search.
 pub fn has_secret_hint(text: &str) -> bool {
-    HINT.is_match(text)
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().any(|(i, b)| {
+        matches!(b | 0x20, b'k' | b't' | b's' | b'p' | b'c')
+            && HINTS.iter().any(|h| {
+                bytes
+                    .get(i..i + h.len())
+                    .is_some_and(|w| w.eq_ignore_ascii_case(h))
+            })
+    })
 }
 
 pub fn name_kind(name: &str) -> NameKind {
