@@ -144,6 +144,11 @@ pub fn load(source: &Source) -> Result<Loaded, Refused> {
         );
     }
     let mut json = tree.to_json();
+    // Most requests are well formed: the types alone read them, and the validator (compiled
+    // from the schema, the costliest step of a render) is only built to say what is wrong.
+    if let Some(request) = well_formed(&json) {
+        return checked(request, tree, diags, Vec::new());
+    }
     let (prune, missing) = match structure(&tree, &json, &mut diags) {
         Some(fields) => fields,
         // A member of an array is wrong: see `settle`.
@@ -173,6 +178,71 @@ pub fn load(source: &Source) -> Result<Loaded, Refused> {
     } else {
         settled.clear();
     }
+    checked(request, tree, diags, settled)
+}
+
+/// The request, when the types read it and it keeps the schema's bounds: then the schema has
+/// nothing to say about it (`the_fast_path_admits_nothing_the_schema_refuses` holds them to it).
+fn well_formed(json: &Json) -> Option<ActionRequest> {
+    if !lists_in_place(json, None) {
+        return None;
+    }
+    let request = <ActionRequest as serde::Deserialize>::deserialize(json).ok()?;
+    within_bounds(&request).then_some(request)
+}
+
+/// The fields whose values are lists: the schema's `type: array` properties.
+const LIST_FIELDS: [&str; 8] = [
+    "aliases",
+    "args",
+    "argv",
+    "extra",
+    "imagePullSecrets",
+    "inputs",
+    "mounts",
+    "tolerations",
+];
+
+/// Whether every list is the value of a list field (`specInline` holds any JSON): serde reads
+/// a list as a struct's fields in order, where the schema wants a mapping.
+fn lists_in_place(json: &Json, key: Option<&str>) -> bool {
+    match json {
+        Json::Array(items) => {
+            key.is_some_and(|k| LIST_FIELDS.contains(&k))
+                && items.iter().all(|i| lists_in_place(i, None))
+        }
+        Json::Object(map) => map
+            .iter()
+            .all(|(k, v)| k == "specInline" || lists_in_place(v, Some(k))),
+        _ => true,
+    }
+}
+
+/// The `#[schemars(range, length)]` bounds of the types, which serde does not check.
+fn within_bounds(request: &ActionRequest) -> bool {
+    let spec = &request.spec;
+    let within = |v: Option<u32>, low: u32, high: u32| v.is_none_or(|v| (low..=high).contains(&v));
+    let rendezvous = spec.rendezvous.as_ref();
+    within(spec.backoff_limit, 0, 1000)
+        && within(spec.resources.nodes, 1, 1000)
+        && spec.resources.gpus_per_node <= 1024
+        && within(rendezvous.and_then(|r| r.port).map(u32::from), 1024, 65535)
+        && within(rendezvous.and_then(|r| r.timeout_seconds), 1, 86400)
+        && spec.command.args.as_ref().is_none_or(|a| !a.is_empty())
+        && spec
+            .command
+            .config
+            .as_ref()
+            .is_none_or(|c| !c.argv.is_empty())
+}
+
+/// The cross-field checks, on a request the types read.
+fn checked(
+    request: ActionRequest,
+    tree: Node,
+    mut diags: Vec<Diagnostic>,
+    settled: Vec<String>,
+) -> Result<Loaded, Refused> {
     let mut loaded = Loaded {
         request,
         tree,
@@ -647,4 +717,184 @@ fn resolve(mut schema: &Json) -> &Json {
         }
     }
     schema
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The JSON of every bundled request, valid and invalid.
+    fn requests() -> &'static [Json] {
+        static REQUESTS: std::sync::OnceLock<Vec<Json>> = std::sync::OnceLock::new();
+        REQUESTS.get_or_init(read_requests)
+    }
+
+    fn read_requests() -> Vec<Json> {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let mut out = Vec::new();
+        for dir in [
+            "examples",
+            "fixtures/requests/valid",
+            "fixtures/requests/invalid",
+        ] {
+            for entry in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_some_and(|x| x == "yaml") {
+                    let source = Source::new("r", std::fs::read_to_string(&path).unwrap());
+                    if let Ok(mut stream) = yaml::parse(&source, yaml::Limits::REQUEST)
+                        && !stream.documents.is_empty()
+                    {
+                        out.push(stream.documents.remove(0).to_json());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Every node of a JSON tree, as a path of keys and indexes.
+    fn paths(value: &Json, at: Vec<Json>, out: &mut Vec<Vec<Json>>) {
+        out.push(at.clone());
+        match value {
+            Json::Object(map) => map.iter().for_each(|(k, v)| {
+                let mut p = at.clone();
+                p.push(Json::String(k.clone()));
+                paths(v, p, out);
+            }),
+            Json::Array(items) => items.iter().enumerate().for_each(|(i, v)| {
+                let mut p = at.clone();
+                p.push(Json::from(i));
+                paths(v, p, out);
+            }),
+            _ => {}
+        }
+    }
+
+    fn node<'a>(value: &'a mut Json, path: &[Json]) -> &'a mut Json {
+        path.iter().fold(value, |v, step| match step {
+            Json::String(k) => &mut v[k.as_str()],
+            _ => &mut v[step.as_u64().unwrap() as usize],
+        })
+    }
+
+    /// Values at and around the bounds requests have, and of every type.
+    fn replacement() -> impl Strategy<Value = Json> {
+        prop_oneof![
+            prop::sample::select(vec![
+                -1i64,
+                0,
+                1,
+                2,
+                999,
+                1000,
+                1001,
+                1023,
+                1024,
+                1025,
+                65535,
+                65536,
+                86400,
+                86401,
+                4_294_967_296,
+            ])
+            .prop_map(Json::from),
+            Just(serde_json::json!(1.5)),
+            Just(serde_json::json!(-0.5)),
+            prop::sample::select(vec![
+                "",
+                "x",
+                "A",
+                "C",
+                "auto",
+                "Equal",
+                "NoSchedule",
+                "1Gi"
+            ])
+            .prop_map(Json::from),
+            any::<bool>().prop_map(Json::from),
+            Just(Json::Null),
+            Just(serde_json::json!([])),
+            Just(serde_json::json!([""])),
+            Just(serde_json::json!({})),
+            Just(serde_json::json!({"unknownField": 1})),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// The fast path may refuse what the schema admits (the validator then runs and finds
+        /// nothing), never admit what the schema refuses.
+        #[test]
+        fn the_fast_path_admits_nothing_the_schema_refuses(
+            pick in any::<prop::sample::Index>(),
+            at in any::<prop::sample::Index>(),
+            value in replacement(),
+            delete in any::<bool>(),
+        ) {
+            let mut request = pick.get(requests()).clone();
+            let mut all = Vec::new();
+            paths(&request, Vec::new(), &mut all);
+            let path = at.get(&all).clone();
+            match path.split_last() {
+                Some((Json::String(key), parent)) if delete => {
+                    if let Json::Object(map) = node(&mut request, parent) {
+                        map.remove(key);
+                    }
+                }
+                _ => *node(&mut request, &path) = value,
+            }
+            if well_formed(&request).is_some() {
+                let errors: Vec<String> =
+                    VALIDATOR.iter_errors(&request).map(|e| e.to_string()).collect();
+                prop_assert!(errors.is_empty(), "{request:#}: {errors:?}");
+            }
+        }
+    }
+
+    /// `LIST_FIELDS` are the schema's list properties.
+    #[test]
+    fn list_fields_are_the_schemas() {
+        fn walk(schema: &Json, out: &mut std::collections::BTreeSet<String>) {
+            match schema {
+                Json::Object(map) => {
+                    if let Some(Json::Object(properties)) = map.get("properties") {
+                        for (name, p) in properties {
+                            let array = |s: &Json| {
+                                s["type"] == "array"
+                                    || s["type"]
+                                        .as_array()
+                                        .is_some_and(|t| t.contains(&Json::from("array")))
+                            };
+                            let any = p["anyOf"].as_array().into_iter().flatten();
+                            if array(p) || any.clone().any(array) {
+                                out.insert(name.clone());
+                            }
+                        }
+                    }
+                    map.values().for_each(|v| walk(v, out));
+                }
+                Json::Array(items) => items.iter().for_each(|v| walk(v, out)),
+                _ => {}
+            }
+        }
+        let mut lists = std::collections::BTreeSet::new();
+        walk(schema_json(), &mut lists);
+        assert_eq!(lists.into_iter().collect::<Vec<_>>(), LIST_FIELDS);
+    }
+
+    #[test]
+    fn every_bundled_request_gets_the_same_verdict_both_ways() {
+        assert!(requests().len() > 50);
+        for request in requests() {
+            if well_formed(request).is_some() {
+                assert!(VALIDATOR.is_valid(request), "{request:#}");
+            } else {
+                // Refused by the types: the schema refuses it too, or the types are stricter
+                // (a fixture whose problem the checks report).
+                let _ = VALIDATOR.is_valid(request);
+            }
+        }
+    }
 }
