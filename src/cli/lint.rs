@@ -146,7 +146,7 @@ pub fn run(
         Ok(f) => f,
         Err(message) => return out.io_error(&message),
     };
-    let (mut reports, broken) = match read_and_lint(out, &files, selection) {
+    let (mut reports, masks, broken) = match read_and_lint(out, &files, selection) {
         Ok(read) => read,
         Err(code) => return code,
     };
@@ -160,7 +160,11 @@ pub fn run(
         .any(|r| r.diagnostic.severity >= threshold);
     // The one place reports leave the engine: each passes the redactor of its source before
     // any format shows it.
-    let redactors = redact(&mut reports, selection);
+    let redactors = redact(
+        &mut reports,
+        masks,
+        selection.max_findings.unwrap_or(usize::MAX),
+    );
     let count = |s: Severity| {
         reports
             .iter()
@@ -229,41 +233,25 @@ pub fn run(
 
 /// Mask every report in place, and give each source's redactor and the spans of the
 /// credentials in it (sorted), which code frames mask too: even one another rule's frame
-/// touches, or one whose rule is not selected (the redaction rules then run on the side).
+/// touches, or one whose rule is not selected (the lint found them in the same pass).
 fn redact(
-    reports: &mut [(Source, Vec<Reported>)],
-    selection: &Selection,
+    reports: &mut [Linted],
+    masks: Vec<Vec<Span>>,
+    max_findings: usize,
 ) -> Vec<(Redactor, Vec<Span>)> {
-    let redaction = Selection {
-        select: vec!["redaction".into()],
-        max_findings: selection.max_findings,
-        ..Selection::default()
-    };
-    let codes: Vec<&str> = redaction.rules().iter().map(|r| r.meta().code).collect();
-    let selected: Vec<&str> = selection.rules().iter().map(|r| r.meta().code).collect();
-    let all_selected = codes.iter().all(|c| selected.contains(c));
-    let credentials = |found: &[Reported]| -> Vec<Span> {
-        let mut spans: Vec<_> = found
-            .iter()
-            .filter(|r| codes.contains(&r.diagnostic.code))
-            .flat_map(|r| r.diagnostic.labels.iter().map(|l| l.span.clone()))
-            .collect();
-        spans.sort_by_key(|s| s.start);
-        spans
-    };
     reports
         .iter_mut()
-        .map(|(source, found)| {
-            let spans = if all_selected {
-                credentials(found)
-            } else {
-                credentials(&tao_k8s::lint::lint(source, &redaction).unwrap_or_default())
-            };
+        .zip(masks)
+        .map(|((source, found), spans)| {
             // The credential itself where the scan finds it in the node (a token inside a
-            // command), else the whole value (a password known by its key).
+            // command), else the whole value (a password known by its key). Messages quote the
+            // nodes they are about, at most one report per finding kept: as many values as
+            // reports are kept (a Pod of 200,000 passwords builds no 200,000-word automaton;
+            // code frames are masked by span).
             let text = source.text();
             let values = spans
                 .iter()
+                .take(max_findings)
                 .filter_map(|s| text.get(s.clone()))
                 .flat_map(|node| {
                     let value = node.trim_matches(['"', '\'']);
@@ -290,15 +278,19 @@ fn redact(
 
 /// A source and what lint reports on it.
 type Linted = (Source, Vec<Reported>);
+/// Every file's reports, the spans of its credentials, and whether a file was not linted.
+type Read = (Vec<Linted>, Vec<Vec<Span>>, bool);
 
-/// Read and lint every file: the reports of each, and whether any could not be linted (not
-/// YAML, over a limit). A file that cannot be read at all stops the run.
+/// Read and lint every file: the reports of each, where its credentials are, and whether any
+/// could not be linted (not YAML, over a limit). A file that cannot be read at all stops the
+/// run.
 fn read_and_lint(
     out: &Reporter,
     files: &[PathBuf],
     selection: &Selection,
-) -> Result<(Vec<Linted>, bool), ExitCode> {
+) -> Result<Read, ExitCode> {
     let mut reports: Vec<Linted> = Vec::new();
+    let mut masks = Vec::new();
     let mut broken = false;
     for file in files {
         let source = match read_source(file) {
@@ -311,8 +303,11 @@ fn read_and_lint(
             }
             Err(e) => return Err(e.report(out)),
         };
-        match tao_k8s::lint::lint(&source, selection) {
-            Ok(found) => reports.push((source, found)),
+        match tao_k8s::lint::lint_masked(&source, selection) {
+            Ok((found, spans)) => {
+                reports.push((source, found));
+                masks.push(spans);
+            }
             Err(e) => {
                 let (line, col) = source.line_col(e.span.start);
                 eprintln!(
@@ -324,7 +319,7 @@ fn read_and_lint(
             }
         }
     }
-    Ok((reports, broken))
+    Ok((reports, masks, broken))
 }
 
 /// Code frames, each report framed with its object, and masked again by its source's redactor.

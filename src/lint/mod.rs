@@ -144,6 +144,8 @@ pub struct Findings {
     kept: Vec<Finding>,
     room: usize,
     over: usize,
+    /// The span of every finding, kept or counted (for the masks of the redaction rules).
+    spans: Option<Vec<Span>>,
 }
 
 impl Findings {
@@ -152,11 +154,15 @@ impl Findings {
             kept: Vec::new(),
             room,
             over: 0,
+            spans: None,
         }
     }
 
     /// Keep the finding, or count it when there is no room left.
     pub fn push(&mut self, f: Finding) {
+        if let Some(spans) = &mut self.spans {
+            spans.push(f.span.clone());
+        }
         if self.kept.len() < self.room {
             self.kept.push(f);
         } else {
@@ -324,9 +330,26 @@ fn prune(node: &Node, paths: &[&[Step]]) -> Node {
 
 /// Lint every document of one source, one document at a time. `Err` when the text is not YAML.
 pub fn lint(source: &Source, selection: &Selection) -> Result<Vec<Reported>, yaml::SyntaxError> {
-    lint_stream(source, selection, &mut |each| {
+    lint_stream(source, selection, None, &mut |each| {
         yaml::parse_each(source, yaml::Limits::default(), each)
     })
+}
+
+/// [`lint`], and the spans of every credential in the source, found by the redaction rules
+/// in the same pass whether they are selected or not, and kept whether their findings are
+/// reported or not (suppressed, over the cap): what any format shows of the source is masked
+/// there.
+pub fn lint_masked(
+    source: &Source,
+    selection: &Selection,
+) -> Result<(Vec<Reported>, Vec<Span>), yaml::SyntaxError> {
+    let mut masks = Vec::new();
+    let reports = lint_stream(source, selection, Some(&mut masks), &mut |each| {
+        yaml::parse_each(source, yaml::Limits::default(), each)
+    })?;
+    masks.sort_by_key(|s| (s.start, s.end));
+    masks.dedup();
+    Ok((reports, masks))
 }
 
 /// Lint a stream that is already parsed (`tao-k8s render` checks its own output).
@@ -339,7 +362,7 @@ pub fn lint_parsed(
     let booleans = stream.yaml11_booleans.clone();
     let mut stream = Some(stream);
     // The feed cannot fail: the stream is parsed already.
-    lint_stream(source, selection, &mut |each| {
+    lint_stream(source, selection, None, &mut |each| {
         for document in std::mem::take(&mut documents) {
             each(document, &booleans);
         }
@@ -356,9 +379,21 @@ type Feed<'f> =
 fn lint_stream(
     source: &Source,
     selection: &Selection,
+    mut masks: Option<&mut Vec<Span>>,
     feed: &mut Feed,
 ) -> Result<Vec<Reported>, yaml::SyntaxError> {
     let rules = selection.rules();
+    // The redaction rules run for the masks when they are not selected: their findings are
+    // not reported.
+    let hidden: Vec<&dyn Rule> = match masks {
+        Some(_) => registry::RULES
+            .iter()
+            .copied()
+            .filter(|r| r.meta().group == Group::Redaction)
+            .filter(|r| !rules.iter().any(|s| s.meta().code == r.meta().code))
+            .collect(),
+        None => Vec::new(),
+    };
     let schema_checked = rules
         .iter()
         .any(|r| r.meta().code == rules::StrictSchema::META.code);
@@ -413,13 +448,26 @@ fn lint_stream(
                 }
             }
         }
-        for rule in &rules {
-            let mut found = Findings::new(out.room());
-            rule.check(&doc, &mut found);
-            for f in found.kept {
-                out.finding(source, &labels[index], index, rule.meta(), f);
+        let redaction = |rule: &&dyn Rule| rule.meta().group == Group::Redaction;
+        for (rule, shown) in rules
+            .iter()
+            .map(|r| (r, true))
+            .chain(hidden.iter().map(|r| (r, false)))
+        {
+            let mut found = Findings::new(if shown { out.room() } else { 0 });
+            if masks.is_some() && redaction(rule) {
+                found.spans = Some(Vec::new());
             }
-            out.over_room(index, rule.meta(), found.over);
+            rule.check(&doc, &mut found);
+            if let (Some(masks), Some(spans)) = (masks.as_deref_mut(), found.spans) {
+                masks.extend(spans);
+            }
+            if shown {
+                for f in found.kept {
+                    out.finding(source, &labels[index], index, rule.meta(), f);
+                }
+                out.over_room(index, rule.meta(), found.over);
+            }
         }
         let mut paths: Vec<Vec<Step>> = rules.iter().flat_map(|r| r.keeps(&doc)).collect();
         if !paths.is_empty() {
