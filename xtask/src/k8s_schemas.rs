@@ -1,5 +1,6 @@
 //! Generates strict, self-contained JSON schemas for the Kubernetes kinds tao-k8s emits or
-//! lints, from the OpenAPI-derived types in `k8s-openapi` (Kubernetes 1.28).
+//! lints, from the OpenAPI-derived types in `k8s-openapi` (Kubernetes 1.28). The checker does
+//! not use them: they are the oracle its differential test compares it with.
 //!
 //! `k8s-openapi` renders each kind with schemars 0.8 as a draft-07 root schema whose
 //! `definitions` already hold every referenced type, so no network or external `$ref` is
@@ -12,16 +13,16 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use k8s_openapi::Resource;
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi_24::Resource;
+use k8s_openapi_24::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi_24::api::batch::v1::Job;
+use k8s_openapi_24::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use schemars::JsonSchema;
 use schemars::r#gen::SchemaSettings;
 use serde_json::{Map, Value, json};
 
 /// Where the schemas live, relative to the repository root. The version segment must move
-/// together with the `v1_*` feature of `k8s-openapi` in `xtask/Cargo.toml`.
+/// together with the feature this module is compiled under (`main.rs`).
 pub const OUTPUT_DIR: &str = "schemas/k8s/v1.28";
 
 /// One generated file: its name inside [`OUTPUT_DIR`] and its exact bytes.

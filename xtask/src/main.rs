@@ -1,20 +1,31 @@
 //! Repository maintenance tasks for tao-k8s, run as `cargo run -p xtask -- <task>`.
 //!
-//! The only task so far is `k8s-schemas`, which regenerates the vendored, strict Kubernetes
-//! JSON schemas under `schemas/k8s/` (or, with `--check`, verifies that the committed copies
-//! match what the generator produces today, which is what CI runs). Arguments are parsed by
-//! hand because two flags do not justify a CLI dependency in a build-time tool.
+//! - `k8s-description` regenerates the compact description of every built-in Kubernetes kind
+//!   for each minor 1.28..1.37 under `schemas/k8s/` (the strict checker is built from it);
+//!   k8s-openapi carries one minor per build, so this re-runs cargo with the feature of each
+//!   minor it is not built for. `--check` verifies the committed files instead (CI).
+//! - `k8s-schemas` regenerates the 1.28 JSON schemas of seven kinds under
+//!   `schemas/k8s/v1.28/`, the oracle of the checker's differential test.
+//!
+//! Arguments are parsed by hand because a few flags do not justify a CLI dependency.
 
+mod k8s_description;
+#[cfg(feature = "v1_28")]
 mod k8s_schemas;
+#[cfg(any(k8s24, k8s29))]
+mod kinds;
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 
 const USAGE: &str = "\
 usage: cargo run -p xtask -- <task>
 
 tasks:
-  k8s-schemas            regenerate schemas/k8s/<version>/*.json
+  k8s-description [--check] [1.XX ...]
+                         regenerate (or check) schemas/k8s/v1.XX.txt and definitions.txt
+                         for the given minors (default: all of 1.28..1.37)
+  k8s-schemas            regenerate schemas/k8s/v1.28/*.json (the test oracle)
   k8s-schemas --check    exit 1 if the committed schemas differ from a fresh generation
 ";
 
@@ -30,8 +41,27 @@ fn main() -> ExitCode {
             print!("{USAGE}");
             ExitCode::SUCCESS
         }
+        #[cfg(feature = "v1_28")]
         ["k8s-schemas"] => run_k8s_schemas(false),
+        #[cfg(feature = "v1_28")]
         ["k8s-schemas", "--check"] => run_k8s_schemas(true),
+        ["k8s-description", rest @ ..] => {
+            let check = rest.contains(&"--check");
+            let mut minors = Vec::new();
+            for arg in rest.iter().filter(|a| **a != "--check") {
+                match arg.strip_prefix("1.").and_then(|m| m.parse::<u32>().ok()) {
+                    Some(m) if (28..=37).contains(&m) => minors.push(m),
+                    _ => {
+                        eprint!("error: not a version in 1.28..1.37: {arg}\n\n{USAGE}");
+                        return ExitCode::from(EXIT_USAGE);
+                    }
+                }
+            }
+            if minors.is_empty() {
+                minors.extend(28..=37);
+            }
+            run_k8s_description(check, &minors)
+        }
         [] => {
             eprint!("error: no task given\n\n{USAGE}");
             ExitCode::from(EXIT_USAGE)
@@ -52,6 +82,72 @@ fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Each minor in turn: in this process if it is the one this build carries, else by a build
+/// of this crate with that minor's feature.
+fn run_k8s_description(check: bool, minors: &[u32]) -> ExitCode {
+    let mut ok = true;
+    for &minor in minors {
+        #[cfg(any(k8s24, k8s29))]
+        if minor == kinds::MINOR {
+            ok &= describe_this_minor(check);
+            continue;
+        }
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut command = Command::new(cargo);
+        // The workspace uses resolver 1, where feature flags apply to the package of the
+        // manifest cargo is pointed at, not to a `-p` selection.
+        let manifest = repo_root().join("xtask/Cargo.toml");
+        command.args(["run", "--locked", "--quiet", "--no-default-features"]);
+        // The workspace optimises dependencies; k8s-openapi is huge and runs once here.
+        command.args(["--config", "profile.dev.package.k8s-openapi.opt-level=0"]);
+        command.arg("--manifest-path").arg(manifest);
+        command.arg(format!("--features=v1_{minor}"));
+        command.args(["--", "k8s-description", &format!("1.{minor}")]);
+        if check {
+            command.arg("--check");
+        }
+        match command.status() {
+            Ok(status) => ok &= status.success(),
+            Err(err) => {
+                eprintln!("error: running cargo for 1.{minor}: {err}");
+                ok = false;
+            }
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+#[cfg(any(k8s24, k8s29))]
+fn describe_this_minor(check: bool) -> bool {
+    let described = kinds::collect()
+        .map_err(|e| e.to_string())
+        .and_then(|(kinds, schemas)| {
+            k8s_description::describe(kinds::MINOR, kinds::SOURCE, &kinds, &schemas)
+        });
+    let description = match described {
+        Ok(d) => d,
+        Err(err) => {
+            eprintln!("error: describing Kubernetes 1.{}: {err}", kinds::MINOR);
+            return false;
+        }
+    };
+    let root = repo_root();
+    let result = if check {
+        k8s_description::check(&root, &description)
+    } else {
+        k8s_description::write(&root, &description).map(|()| true)
+    };
+    result.unwrap_or_else(|err| {
+        eprintln!("error: {}: {err}", k8s_description::OUTPUT_DIR);
+        false
+    })
+}
+
+#[cfg(feature = "v1_28")]
 fn run_k8s_schemas(check: bool) -> ExitCode {
     let root = repo_root();
     let generated = match k8s_schemas::generate_all() {
