@@ -1,8 +1,14 @@
 //! Build script: when the crate is built from a git checkout, `tao-k8s --version` also names
 //! the commit (`tao-k8s 0.1.0 (commit 0123456789ab)`), so a bug report says exactly what ran.
 //! Outside a checkout (a published crate, a tarball) the version stands alone.
+//!
+//! It also builds the static tables of the strict Kubernetes checker (`build/k8s_tables.rs`).
 
+use std::path::Path;
 use std::process::Command;
+
+#[path = "build/k8s_tables.rs"]
+mod k8s_tables;
 
 fn git(args: &[&str]) -> Option<String> {
     let out = Command::new("git").args(args).output().ok()?;
@@ -12,6 +18,9 @@ fn git(args: &[&str]) -> Option<String> {
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=build/k8s_tables.rs");
+    let out = std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR");
+    k8s_tables::generate(Path::new(env!("CARGO_MANIFEST_DIR")), Path::new(&out));
     let Some(commit) = git(&["rev-parse", "--short=12", "HEAD"]) else {
         println!(
             "cargo:rustc-env=TAO_K8S_VERSION={}",

@@ -1,13 +1,14 @@
 //! The whole compile: request text -> checked request -> Plan -> rendered objects ->
-//! verified objects. The rendered text is parsed back and every object validated against the
-//! strict schema of its kind before anything is handed out, so a template author's mistake is
-//! caught here, with the template name and the JSON pointer, and never reaches a cluster.
+//! verified objects. The rendered text is parsed back and every object checked strictly
+//! against its kind in the target Kubernetes version (`--kube-version`, the version the Plan
+//! is laid out for) before anything is handed out, so a template author's mistake is caught
+//! here, with the template name and the field's path, and never reaches a cluster.
 
 use crate::diag::{Diagnostic, has_errors};
-use crate::plan::{self, Options, Plan};
+use crate::k8s;
+use crate::plan::{self, KubeVersion, Options, Plan};
 use crate::render::{self, Rendered, Templates};
 use crate::request;
-use crate::schema;
 use crate::source::Source;
 use crate::staging::{self, Staging};
 use crate::yaml;
@@ -124,7 +125,7 @@ fn compile_loaded(
         .iter()
         .map(|r| format!("---\n{}", r.text))
         .collect();
-    let objects = verify(&rendered, &yaml).map_err(Failure::Output)?;
+    let objects = verify(&rendered, &yaml, opts.kube_version).map_err(Failure::Output)?;
     Ok(Compiled {
         plan,
         objects,
@@ -133,10 +134,14 @@ fn compile_loaded(
     })
 }
 
-/// Parse the rendered stream back, once: each template's object is validated against the
-/// strict schema of its kind, then the project's own lint runs over the whole stream. A
-/// template author's mistake is reported with the template's name and never reaches kubectl.
-pub fn verify(rendered: &[Rendered], yaml: &str) -> Result<Vec<Json>, Vec<Diagnostic>> {
+/// Parse the rendered stream back, once: each template's object is checked strictly against
+/// its kind in `version`, then the project's own lint runs over the whole stream. A template
+/// author's mistake is reported with the template's name and never reaches kubectl.
+pub fn verify(
+    rendered: &[Rendered],
+    yaml: &str,
+    version: KubeVersion,
+) -> Result<Vec<Json>, Vec<Diagnostic>> {
     let source = Source::new("rendered manifests", yaml);
     // The template whose output holds a byte offset of the stream.
     let starts: Vec<usize> = rendered
@@ -188,18 +193,25 @@ pub fn verify(rendered: &[Rendered], yaml: &str) -> Result<Vec<Json>, Vec<Diagno
     let mut objects = Vec::new();
     for (document, r) in stream.documents.iter().zip(rendered) {
         let object = document.to_json();
-        match schema::validate(document) {
-            None => errors.push(bad(
-                &r.template,
-                "not an object of a kind with a known schema".into(),
-                document.span.start,
-            )),
-            Some(schema_errors) => errors.extend(schema_errors.iter().map(|e| {
-                let (pointer, offset) = schema_error_at(document, e);
+        match k8s::check(document, version) {
+            None => {
+                let kind = |key| document.get(key).map(yaml::key_text).unwrap_or_default();
+                let why = match k8s::kind(&kind("apiVersion"), &kind("kind"), version) {
+                    k8s::Kind::Removed { since, .. } => {
+                        format!("an API removed in Kubernetes {since} (target {version})")
+                    }
+                    k8s::Kind::Newer { since } => {
+                        format!("an API Kubernetes {version} does not serve (it needs {since})")
+                    }
+                    _ => "not an object of a built-in Kubernetes kind".into(),
+                };
+                errors.push(bad(&r.template, why, document.span.start));
+            }
+            Some(problems) => errors.extend(problems.into_iter().map(|p| {
                 bad(
                     &r.template,
-                    format!("at `{pointer}`: {}", e.masked()),
-                    offset,
+                    format!("at `{}`: {}", yaml::display_path(&p.path), p.message),
+                    p.span.start,
                 )
             })),
         }
@@ -209,26 +221,6 @@ pub fn verify(rendered: &[Rendered], yaml: &str) -> Result<Vec<Json>, Vec<Diagno
         return Err(errors);
     }
     self_lint(&source, stream).map(|()| objects)
-}
-
-/// The JSON pointer of a schema error and the byte offset of the node it is about (an unknown
-/// key itself, not the object that holds it).
-fn schema_error_at(document: &yaml::Node, e: &jsonschema::ValidationError<'_>) -> (String, usize) {
-    let steps: Vec<yaml::Step> = e
-        .instance_path()
-        .iter()
-        .map(|s| match s {
-            jsonschema::paths::LocationSegment::Property(p) => yaml::Step::Key(p.to_string()),
-            jsonschema::paths::LocationSegment::Index(i) => yaml::Step::Index(i),
-        })
-        .collect();
-    let (_, _, mut node) = document.deepest(&steps);
-    if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } = e.kind()
-        && let Some((key, _)) = unexpected.first().and_then(|k| node.entry(k))
-    {
-        node = key;
-    }
-    (e.instance_path().to_string(), node.span.start)
 }
 
 /// The project's own lint over the rendered stream (the strict schemas ran already), on the

@@ -1,7 +1,10 @@
-//! Strict JSON schemas of the Kubernetes kinds the project emits or lints, embedded in the
-//! binary and compiled once. The schemas are generated from k8s-openapi types by
-//! `cargo run -p xtask -- k8s-schemas` (see `schemas/k8s/v1.28/README.md`), with unknown
-//! fields made errors, as `kubectl apply --validate=strict` would.
+//! JSON Schema validation of the spanned YAML tree with the `jsonschema` crate, and the strict
+//! 1.28 JSON schemas of seven kinds (generated from k8s-openapi types by
+//! `cargo run -p xtask -- k8s-schemas`, see `schemas/k8s/README.md`).
+//!
+//! The strict checker of `render` and `lint` is `crate::k8s` (static tables, nothing compiled
+//! at run time); these schemas are its independent oracle in `tests/k8s_differential.rs`, and
+//! the tree representation serves any JSON schema that must run on a manifest.
 //!
 //! The validators read the spanned YAML tree itself (jsonschema's `Json` representation
 //! trait), not a serde_json copy of it: a copy of a 14 MB Pod takes 160 MB (every small

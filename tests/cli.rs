@@ -275,7 +275,8 @@ fn a_template_author_mistake_names_the_template_and_prints_nothing() {
     assert!(out.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("template `job.yaml.j2`") && stderr.contains("/spec/template/spec"),
+        stderr.contains("template `job.yaml.j2`")
+            && stderr.contains("at `spec.template.spec.restartPolicyy`: unknown field"),
         "{stderr}"
     );
 

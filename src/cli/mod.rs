@@ -71,7 +71,8 @@ request compiles and every object passes its strict schema.")]
         #[arg(short, long)]
         namespace: Option<String>,
         /// Target Kubernetes minor version (1.28 to 1.37): only fields on by default there are
-        /// emitted.
+        /// emitted, and the output is checked strictly against that version's API. The default
+        /// stays the oldest supported version, so the output applies to every supported cluster.
         #[arg(long, default_value = "1.28", value_parser = parse_kube_version)]
         kube_version: KubeVersion,
         /// A directory of templates (`*.j2`) that replace the embedded ones of the same name.
@@ -181,6 +182,10 @@ Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O, or input th
         /// A kind with no schema (not built in, no `--crd`) is an error, not a note.
         #[arg(long)]
         strict_kinds: bool,
+        /// The Kubernetes minor version (1.28 to 1.37) objects are checked against: its kinds,
+        /// its fields, the API versions it no longer serves. Default: the newest, 1.37.
+        #[arg(long, value_name = "X.Y", value_parser = parse_kube_version)]
+        kube_version: Option<KubeVersion>,
     },
     /// List the lint rules.
     Rules {
@@ -293,6 +298,7 @@ pub fn run() -> ExitCode {
             max_findings,
             crd,
             strict_kinds,
+            kube_version,
         } => {
             let crds = match lint::crds(&out, &crd) {
                 Ok(crds) => crds,
@@ -304,6 +310,7 @@ pub fn run() -> ExitCode {
                 max_findings: Some(max_findings),
                 crds,
                 strict_kinds,
+                kube_version,
             };
             lint::run(&out, &paths, format, &selection, fail_on, exit_zero)
         }

@@ -9,6 +9,7 @@ pub mod rules;
 
 use crate::crd::Verdict;
 use crate::diag::{Diagnostic, Severity};
+use crate::plan::KubeVersion;
 use crate::source::{Source, Span};
 use crate::yaml::{self, Node, Step, Value, display_path};
 use serde::Serialize;
@@ -87,6 +88,8 @@ pub struct Document<'a> {
     pub namespace: Option<&'a str>,
     /// Plain scalars YAML 1.1 tools read as booleans (`no`, `on`), by span.
     pub yaml11_booleans: &'a [Span],
+    /// The Kubernetes version the object is checked against (`--kube-version`).
+    pub kube_version: KubeVersion,
 }
 
 impl<'a> Document<'a> {
@@ -221,6 +224,8 @@ pub struct Selection {
     pub crds: Option<std::sync::Arc<crate::crd::Catalogue>>,
     /// A kind with no schema is an error, not a note (`--strict-kinds`).
     pub strict_kinds: bool,
+    /// The Kubernetes version objects are checked against; `None` = the newest supported.
+    pub kube_version: Option<KubeVersion>,
 }
 
 /// Whether a code, rule name or group names the rule, in any case (`tk101`, `REDACTION`).
@@ -278,6 +283,7 @@ impl<'a> Document<'a> {
             name: meta("name").or(meta("generateName")).unwrap_or(""),
             namespace: meta("namespace"),
             yaml11_booleans,
+            kube_version: KubeVersion::NEWEST,
         })
     }
 }
@@ -397,6 +403,7 @@ fn lint_stream(
     let schema_checked = rules
         .iter()
         .any(|r| r.meta().code == rules::StrictSchema::META.code);
+    let kube_version = selection.kube_version.unwrap_or(KubeVersion::NEWEST);
     let mut out = Collected::new(selection.max_findings);
     // Per document: its label; findings carry the document's index.
     let mut labels: Vec<String> = Vec::new();
@@ -412,7 +419,7 @@ fn lint_stream(
     .map(steps)
     .to_vec();
     let stream = feed(&mut |node, yaml11| {
-        let Some(doc) = Document::new(source, &node, yaml11) else {
+        let Some(mut doc) = Document::new(source, &node, yaml11) else {
             if !matches!(node.value, Value::Null) {
                 out.push(note(source, &node, "a document without `apiVersion` and `kind` is not a Kubernetes object: skipped"));
             }
@@ -421,7 +428,11 @@ fn lint_stream(
         let index = labels.len();
         labels.push(doc.label());
         out.suppressions(source, &doc, index, &labels[index]);
-        if schema_checked && crate::schema::validator_for(doc.api_version, doc.kind).is_none() {
+        doc.kube_version = kube_version;
+        if schema_checked
+            && crate::k8s::kind(doc.api_version, doc.kind, kube_version)
+                == crate::k8s::Kind::Unknown
+        {
             let verdict = match &selection.crds {
                 Some(crds) => crds.check(&doc),
                 None => Verdict::Unknown,
@@ -441,8 +452,8 @@ fn lint_stream(
                 }
                 Verdict::Unknown => {
                     let why = format!(
-                        "kind {}/{} has no known schema: its schema is not checked",
-                        doc.api_version, doc.kind
+                        "kind {}/{} is not a built-in kind of Kubernetes {}: its schema is not checked",
+                        doc.api_version, doc.kind, doc.kube_version
                     );
                     out.unknown_kind(source, &node, index, &why, selection.strict_kinds);
                 }
@@ -479,6 +490,10 @@ fn lint_stream(
     let docs: Vec<Document> = kept
         .iter()
         .filter_map(|(_, node)| Document::new(source, node, &stream.yaml11_booleans))
+        .map(|doc| Document {
+            kube_version,
+            ..doc
+        })
         .collect();
     for rule in &rules {
         let mut found = Vec::new();

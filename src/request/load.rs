@@ -460,7 +460,7 @@ fn unknown_fields(tree: &Node, path: &[Step], unexpected: &[String]) -> Vec<Diag
             let known = known_fields(path);
             let d = Diagnostic::error(UNKNOWN_FIELD, format!("unknown field `{name}`"))
                 .at_path(display_path(&field));
-            let d = match nearest(name, &known) {
+            let d = match nearest(name, known.iter().map(String::as_str)) {
                 Some(best) => d.help(format!("did you mean `{best}`?")),
                 None if known.is_empty() => d,
                 None => d.help(format!("expected one of: {}", quoted(&known))),
@@ -586,10 +586,11 @@ fn quoted(names: &[String]) -> String {
         .join(", ")
 }
 
-/// The closest known name, when it is close enough to be a likely typo.
-fn nearest<'a>(name: &str, known: &'a [String]) -> Option<&'a str> {
+/// The closest known name, when it is close enough to be a likely typo (also the strict
+/// Kubernetes checker's did-you-mean).
+pub(crate) fn nearest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     known
-        .iter()
+        .into_iter()
         .map(|k| {
             (
                 strsim::jaro_winkler(&name.to_lowercase(), &k.to_lowercase()),
@@ -598,7 +599,7 @@ fn nearest<'a>(name: &str, known: &'a [String]) -> Option<&'a str> {
         })
         .filter(|(score, _)| *score >= 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, k)| k.as_str())
+        .map(|(_, k)| k)
 }
 
 /// The schema of the value at an instance path.

@@ -5,6 +5,8 @@
 mod check;
 mod load;
 
+pub(crate) use load::nearest;
+
 pub(crate) use check::pin;
 pub use check::{
     CONFIG_DIR, CONFIG_PATH_TOKEN, CONFIG_VOLUME, RENDEZVOUS_ENV, RESERVED_MOUNT_PATHS,

@@ -1,19 +1,24 @@
+use crate::k8s::{self, Kind};
 use crate::lint::{Document, Finding, Findings, Rule};
-use crate::schema;
 use crate::yaml::Step;
 
 crate::rule! {
-    /// What it checks: objects of the kinds tao-k8s knows (Job, Pod, Service, ConfigMap,
-    /// Secret, Deployment, StatefulSet) against strict schemas of Kubernetes 1.28: unknown
-    /// fields, wrong types, missing required fields.
+    /// What it checks: objects of every built-in kind against the API of the Kubernetes
+    /// version given by `--kube-version` (default: the newest supported, 1.37): unknown
+    /// fields, wrong types, missing required fields, values the API server cannot decode
+    /// (quantities, base64, date-times, 32-bit integers, fixed sets like `restartPolicy`),
+    /// fields only a newer version has, and API versions that version no longer serves.
     ///
     /// Why it matters: an unknown field is dropped silently by `kubectl apply` without
-    /// `--validate=strict` (a typo like `restartPolicyy` simply does nothing), and a wrong type
-    /// fails only at apply time.
+    /// `--validate=strict` (a typo like `restartPolicyy` simply does nothing), a wrong type
+    /// fails only at apply time, and a removed API version (`batch/v1beta1` CronJob) is
+    /// refused by the cluster outright.
     ///
-    /// Example: `spec.template.spec.containers[0].resource` (for `resources`).
+    /// Example: `spec.template.spec.containers[0].resource` (for `resources`); `apiVersion:
+    /// extensions/v1beta1` for an Ingress.
     ///
-    /// Fix: correct the field; the message names the JSON path, values are masked.
+    /// Fix: correct the field, or move to the replacement API version the message names;
+    /// values are never quoted.
     pub struct StrictSchema {
         code: "TK201",
         name: "strict-schema",
@@ -24,45 +29,58 @@ crate::rule! {
 
 impl Rule for StrictSchema {
     fn check(&self, doc: &Document, out: &mut Findings) {
-        let Some(validator) = schema::validator_for(doc.api_version, doc.kind) else {
+        let version = doc.kube_version;
+        let Some(problems) = k8s::check(doc.root, version) else {
+            self.not_served(doc, out);
             return;
         };
-        for e in validator.iter_errors(doc.root) {
-            let mut path: Vec<Step> = e
-                .instance_path()
-                .iter()
-                .map(|s| match s {
-                    jsonschema::paths::LocationSegment::Property(p) => Step::Key(p.to_string()),
-                    jsonschema::paths::LocationSegment::Index(i) => Step::Index(i),
-                })
-                .collect();
-            let (depth, key, mut node) = doc.root.deepest(&path);
-            path.truncate(depth);
-            if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } =
-                e.kind()
-                && let Some((k, _)) = unexpected.first().and_then(|u| node.entry(u))
-            {
-                path.push(Step::Key(unexpected[0].clone()));
-                node = k;
-            } else if let Some(k) = key.filter(|_| {
-                matches!(
-                    node.value,
-                    crate::yaml::Value::Map(_) | crate::yaml::Value::Seq(_)
-                )
-            }) {
-                node = k;
-            }
+        for p in problems {
             out.push(Finding {
-                message: format!(
-                    "{} is not a valid {}: {}",
-                    doc.label(),
-                    doc.kind,
-                    e.masked()
-                ),
-                help: None,
-                path,
-                span: node.span.clone(),
+                message: format!("{} is not a valid {}: {}", doc.label(), doc.kind, p.message),
+                help: p.help,
+                path: p.path,
+                span: p.span,
             });
         }
+    }
+}
+
+impl StrictSchema {
+    /// A built-in API the version does not serve: removed (with its replacement) or newer.
+    fn not_served(&self, doc: &Document, out: &mut Findings) {
+        let version = doc.kube_version;
+        let (message, help) = match k8s::kind(doc.api_version, doc.kind, version) {
+            Kind::Removed { since, replacement } => (
+                format!(
+                    "{} {} was removed in Kubernetes {since} (checking against {version})",
+                    doc.api_version, doc.kind
+                ),
+                Some(match replacement {
+                    Some(r) => format!("use `apiVersion: {r}` (check the fields that changed)"),
+                    None => format!("{version} has no replacement for this API"),
+                }),
+            ),
+            Kind::Newer { since } => (
+                format!(
+                    "{} {} needs Kubernetes {since} or newer (checking against {version})",
+                    doc.api_version, doc.kind
+                ),
+                Some(format!(
+                    "check against the cluster's version with --kube-version {since}, or use an API version {version} serves"
+                )),
+            ),
+            // Not built in: the lint's unknown-kind note says so.
+            Kind::Served | Kind::Unknown => return,
+        };
+        let span = doc
+            .root
+            .get("apiVersion")
+            .map_or(doc.root.span.clone(), |n| n.span.clone());
+        out.push(Finding {
+            message,
+            help,
+            path: vec![Step::Key("apiVersion".into())],
+            span,
+        });
     }
 }

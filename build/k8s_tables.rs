@@ -1,0 +1,156 @@
+//! Turns the committed description of the Kubernetes API (`schemas/k8s/`, written by
+//! `cargo run -p xtask -- k8s-description`) into static Rust tables, so that the strict checker
+//! (`src/k8s/`) reads them with no parse or compile at run time.
+//!
+//! Output (`$OUT_DIR/k8s_tables.rs`): `NAMES` (every definition name, sorted), `DEFS` (every
+//! distinct definition of any version, its fields sorted by name) and `VERSIONS` (per minor:
+//! its kinds sorted by apiVersion and kind, and for each name the definition it uses there).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+
+pub fn generate(root: &Path, out: &Path) {
+    let dir = root.join("schemas/k8s");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let store_text =
+        fs::read_to_string(dir.join("definitions.txt")).expect("schemas/k8s/definitions.txt");
+    // address -> (name, fields text)
+    let mut store: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
+    for line in store_text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let (address, rest) = line.split_once(' ').expect("<address> <name> ...");
+        let (name, fields) = rest.split_once(' ').unwrap_or((rest, ""));
+        store.insert(address, (name, fields));
+    }
+    let mut indexes: Vec<(u32, String)> = Vec::new();
+    for entry in fs::read_dir(&dir).expect("schemas/k8s") {
+        let path = entry.expect("entry").path();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        if let Some(minor) = file
+            .strip_prefix("v1.")
+            .and_then(|f| f.strip_suffix(".txt"))
+        {
+            let minor: u32 = minor.parse().expect("v1.<minor>.txt");
+            indexes.push((minor, fs::read_to_string(&path).expect("index")));
+        }
+    }
+    indexes.sort();
+    let names: BTreeSet<&str> = store.values().map(|(n, _)| *n).collect();
+    let names: Vec<&str> = names.into_iter().collect();
+    let name_id = |n: &str| {
+        names
+            .binary_search(&n)
+            .unwrap_or_else(|_| panic!("unknown definition {n}"))
+    };
+    let addresses: Vec<&str> = store.keys().copied().collect();
+    let mut code = String::new();
+    // The names are for messages in tests; the checker refers to definitions by number.
+    writeln!(code, "#[cfg(test)]").unwrap();
+    writeln!(
+        code,
+        "pub(super) static NAMES: [&str; {}] = {:?};",
+        names.len(),
+        names
+    )
+    .unwrap();
+    writeln!(
+        code,
+        "pub(super) static DEFS: [Def; {}] = [",
+        addresses.len()
+    )
+    .unwrap();
+    for address in &addresses {
+        let (name, fields) = store[address];
+        write!(code, "Def {{ name: {}, fields: &[", name_id(name)).unwrap();
+        for field in fields.split(' ').filter(|f| !f.is_empty()) {
+            let (field_name, ty) = field.split_once(':').expect("<field>:<type>");
+            let (ty, required) = match ty.strip_suffix('!') {
+                Some(t) => (t, true),
+                None => (ty, false),
+            };
+            write!(
+                code,
+                "Field {{ name: {field_name:?}, ty: {}, required: {required} }},",
+                rust_type(ty, &name_id)
+            )
+            .unwrap();
+        }
+        writeln!(code, "] }},").unwrap();
+    }
+    writeln!(code, "];").unwrap();
+    writeln!(
+        code,
+        "pub(super) static VERSIONS: [Version; {}] = [",
+        indexes.len()
+    )
+    .unwrap();
+    for (minor, text) in &indexes {
+        let mut kinds = Vec::new();
+        let mut by_name = vec![u16::MAX; names.len()];
+        for line in text.lines() {
+            let words: Vec<&str> = line.split(' ').collect();
+            match words.as_slice() {
+                ["kind", api_version, kind, definition] => {
+                    kinds.push((*api_version, *kind, *definition))
+                }
+                ["def", name, address] => {
+                    let at = addresses.binary_search(address).unwrap_or_else(|_| {
+                        panic!("v1.{minor}.txt: {address} is not in definitions.txt")
+                    });
+                    by_name[name_id(name)] =
+                        u16::try_from(at).expect("fewer than 65535 definitions");
+                }
+                _ => {}
+            }
+        }
+        kinds.sort();
+        write!(code, "Version {{ minor: {minor}, kinds: &[").unwrap();
+        for (api_version, kind, definition) in kinds {
+            write!(
+                code,
+                "({api_version:?}, {kind:?}, {}),",
+                name_id(definition)
+            )
+            .unwrap();
+        }
+        writeln!(code, "], defs: &{by_name:?} }},").unwrap();
+    }
+    writeln!(code, "];").unwrap();
+    fs::write(out.join("k8s_tables.rs"), code).expect("OUT_DIR is writable");
+}
+
+/// The Rust expression of a compact type (see schemas/k8s/README.md).
+fn rust_type(ty: &str, name_id: &dyn Fn(&str) -> usize) -> String {
+    if let Some(inner) = ty.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+        return format!("Ty::List(&{})", rust_type(inner, name_id));
+    }
+    if let Some(inner) = ty.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+        return format!("Ty::Map(&{})", rust_type(inner, name_id));
+    }
+    if let Some(name) = ty.strip_prefix('@') {
+        return format!("Ty::Ref({})", name_id(name));
+    }
+    if let Some(values) = ty.strip_prefix("string(").and_then(|t| t.strip_suffix(')')) {
+        let values: Vec<&str> = values.split('|').collect();
+        return format!("Ty::Enum(&{values:?})");
+    }
+    match ty {
+        "string" => "Ty::Str",
+        "int32" => "Ty::Int32",
+        "int64" => "Ty::Int64",
+        "number" => "Ty::Number",
+        "bool" => "Ty::Bool",
+        "byte" => "Ty::Byte",
+        "date-time" => "Ty::DateTime",
+        "quantity" => "Ty::Quantity",
+        "int-or-string" => "Ty::IntOrString",
+        "object" => "Ty::Object",
+        "any" => "Ty::Any",
+        other => panic!("unknown type {other} in schemas/k8s"),
+    }
+    .to_owned()
+}

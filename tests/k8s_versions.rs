@@ -1,0 +1,143 @@
+//! `--kube-version` as `lint` and `render` take it: the version objects are checked against,
+//! fields only a newer version has, APIs a version no longer serves, and the supported range.
+
+use assert_cmd::Command;
+use std::io::Write;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn lint(text: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut file = tempfile::NamedTempFile::with_suffix(".yaml").unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+    let out = Command::cargo_bin("tao-k8s")
+        .unwrap()
+        .current_dir(ROOT)
+        .args(["--color=never", "lint", "--select", "schema"])
+        .args(args)
+        .arg(file.path())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const MANAGED_JOB: &str = "\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: train}
+spec:
+  managedBy: example.com/FAKE-controller
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: main, image: busybox:1.36}]
+";
+
+#[test]
+fn a_field_is_checked_against_the_version_asked_for() {
+    // Job `spec.managedBy` came with Kubernetes 1.30.
+    let (code, stdout, _) = lint(MANAGED_JOB, &["--kube-version", "1.29"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("field `managedBy` needs Kubernetes 1.30 or newer (checking against 1.29)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(":5:3"),
+        "the key's line and column: {stdout}"
+    );
+    for version in ["1.30", "1.37"] {
+        let (code, stdout, _) = lint(MANAGED_JOB, &["--kube-version", version]);
+        assert_eq!(code, Some(0), "{version}: {stdout}");
+    }
+    // The default is the newest version.
+    let (code, stdout, _) = lint(MANAGED_JOB, &[]);
+    assert_eq!(code, Some(0), "{stdout}");
+}
+
+#[test]
+fn removed_and_newer_apis_name_the_version_and_the_replacement() {
+    let flow = "\
+apiVersion: flowcontrol.apiserver.k8s.io/v1beta3
+kind: FlowSchema
+metadata: {name: f}
+spec: {priorityLevelConfiguration: {name: p}}
+";
+    // Served by 1.28 to 1.31.
+    let (code, stdout, _) = lint(flow, &["--kube-version", "1.31"]);
+    assert_eq!(code, Some(0), "{stdout}");
+    let (code, stdout, _) = lint(flow, &["--kube-version", "1.32"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains(
+            "flowcontrol.apiserver.k8s.io/v1beta3 FlowSchema was removed in Kubernetes 1.32"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("use `apiVersion: flowcontrol.apiserver.k8s.io/v1`"),
+        "{stdout}"
+    );
+    let v1 = flow.replace("/v1beta3", "/v1");
+    let (code, stdout, _) = lint(&v1, &["--kube-version", "1.28"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("needs Kubernetes 1.29 or newer (checking against 1.28)"),
+        "{stdout}"
+    );
+    for (api, kind, replacement) in [
+        ("extensions/v1beta1", "Ingress", "networking.k8s.io/v1"),
+        ("apps/v1beta2", "Deployment", "apps/v1"),
+        (
+            "autoscaling/v2beta2",
+            "HorizontalPodAutoscaler",
+            "autoscaling/v2",
+        ),
+        ("policy/v1beta1", "PodDisruptionBudget", "policy/v1"),
+    ] {
+        let text = format!("apiVersion: {api}\nkind: {kind}\nmetadata: {{name: x}}\n");
+        let (code, stdout, _) = lint(&text, &[]);
+        assert_eq!(code, Some(1), "{api} {kind}: {stdout}");
+        assert!(
+            stdout.contains(&format!("use `apiVersion: {replacement}`")),
+            "{api} {kind}: {stdout}"
+        );
+    }
+    let psp = "apiVersion: policy/v1beta1\nkind: PodSecurityPolicy\nmetadata: {name: x}\n";
+    let (code, stdout, _) = lint(psp, &["--kube-version", "1.28"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("removed in Kubernetes 1.25"), "{stdout}");
+    assert!(
+        stdout.contains("1.28 has no replacement for this API"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn versions_outside_the_range_are_refused_with_the_range() {
+    for version in ["2.0", "1.27", "1.38", "latest"] {
+        let (code, stdout, stderr) = lint(MANAGED_JOB, &["--kube-version", version]);
+        assert_eq!(code, Some(2), "{version}: {stderr}");
+        assert!(stdout.is_empty());
+        if version != "latest" {
+            assert!(
+                stderr.contains("the supported versions are 1.28 to 1.37"),
+                "{version}: {stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_custom_resource_is_a_note_in_every_version() {
+    let cr = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: q}\n";
+    let (code, stdout, _) = lint(cr, &["--kube-version", "1.33", "--fail-on", "warning"]);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(
+        stdout.contains("is not a built-in kind of Kubernetes 1.33"),
+        "{stdout}"
+    );
+}
