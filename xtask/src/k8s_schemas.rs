@@ -124,7 +124,7 @@ pub fn fix_up(schema: &mut Value, api_version: &str, kind: &str) {
     visit_schemas(schema, &mut |object| {
         // These schemas validate; they do not document (that is `kubectl explain`).
         // Descriptions are four fifths of the text and most of the time a validator
-        // takes to compile, which every `tao-k8s render` process pays once.
+        // takes to compile.
         if object.get("description").is_some_and(Value::is_string) {
             object.remove("description");
         }
