@@ -130,7 +130,9 @@ pub fn compile(data: &[u8]) {
                         check_diagnostic(&source, &shown, d);
                     }
                 }
-                Err(tao_k8s::Failure::Output(diags)) => {
+                Err(tao_k8s::Failure::Output {
+                    diagnostics: diags, ..
+                }) => {
                     panic!(
                         "the NCCL probe of an accepted request renders invalid output: {diags:#?}"
                     )
@@ -143,7 +145,9 @@ pub fn compile(data: &[u8]) {
                 check_diagnostic(&source, &shown, d);
             }
         }
-        Err(tao_k8s::Failure::Output(diags)) => {
+        Err(tao_k8s::Failure::Output {
+            diagnostics: diags, ..
+        }) => {
             panic!("an accepted request rendered invalid output: {diags:#?}")
         }
     }

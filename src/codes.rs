@@ -72,7 +72,7 @@ codes! {
     CONFLICT = "TK040", "staging-conflict";
     /// A producer path that lands nowhere in the pod.
     UNCOVERED = "TK041", "uncovered-path";
-    /// A template that failed to render.
+    /// A template that failed to compile or render, or a template file that replaces none.
     TEMPLATE = "TK090", "template";
     /// Rendered output that is not a valid object of its kind.
     INVALID_OUTPUT = "TK091", "invalid-output";

@@ -34,8 +34,25 @@ pub enum Failure {
     /// The request was refused: diagnostics point into the request source.
     Request(Vec<Diagnostic>),
     /// A template or its output is wrong: a bug, or a template author's mistake.
-    Output(Vec<Diagnostic>),
+    Output {
+        diagnostics: Vec<Diagnostic>,
+        /// The stream the templates wrote, unverified, when they wrote one: the diagnostics'
+        /// labels point into it (`render --emit-unverified` prints it).
+        rendered: Option<String>,
+    },
 }
+
+impl Failure {
+    /// The diagnostics, whatever failed.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        match self {
+            Failure::Request(diagnostics) | Failure::Output { diagnostics, .. } => diagnostics,
+        }
+    }
+}
+
+/// The name of the rendered stream in diagnostics.
+pub const RENDERED: &str = "rendered manifests";
 
 /// Compile one request with the given templates.
 pub fn compile(
@@ -120,12 +137,19 @@ fn compile_loaded(
         errors.extend(loaded.warnings.iter().cloned());
         Failure::Request(errors)
     })?;
-    let rendered = render::render_all(&plan, templates).map_err(|d| Failure::Output(vec![d]))?;
+    let rendered = render::render_all(&plan, templates).map_err(|d| Failure::Output {
+        diagnostics: vec![d],
+        rendered: None,
+    })?;
     let yaml: String = rendered
         .iter()
         .map(|r| format!("---\n{}", r.text))
         .collect();
-    let objects = verify(&rendered, &yaml, opts.kube_version).map_err(Failure::Output)?;
+    let objects =
+        verify(&rendered, &yaml, opts.kube_version).map_err(|diagnostics| Failure::Output {
+            diagnostics,
+            rendered: Some(yaml.clone()),
+        })?;
     Ok(Compiled {
         plan,
         objects,
@@ -142,7 +166,7 @@ pub fn verify(
     yaml: &str,
     version: KubeVersion,
 ) -> Result<Vec<Json>, Vec<Diagnostic>> {
-    let source = Source::new("rendered manifests", yaml);
+    let source = Source::new(RENDERED, yaml);
     // The template whose output holds a byte offset of the stream.
     let starts: Vec<usize> = rendered
         .iter()
@@ -164,6 +188,7 @@ pub fn verify(
             format!("template `{template}` produced invalid output: {message} (line {line}, column {col} of the rendered manifests)"),
         )
         .help("the template does not lay out the Plan as a valid Kubernetes object; fix the template")
+        .primary(offset..offset, "here")
     };
     let stream = yaml::parse(&source, yaml::Limits::default()).map_err(|e| {
         vec![bad(
@@ -234,8 +259,10 @@ fn self_lint(source: &Source, stream: yaml::Stream) -> Result<(), Vec<Diagnostic
     let lint_errors: Vec<Diagnostic> = crate::lint::lint_parsed(source, &selection, stream)
         .into_iter()
         .filter(|r| r.diagnostic.is_error())
-        .map(|r| {
-            Diagnostic::error(
+        .map(|r| Diagnostic {
+            // The rule's own labels point into the rendered stream: the failing place is framed.
+            labels: r.diagnostic.labels,
+            ..Diagnostic::error(
                 LINTED_OUTPUT,
                 format!(
                     "the rendered {} fails {}: {} (line {} of the rendered manifests)",

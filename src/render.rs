@@ -75,7 +75,15 @@ impl Templates {
     }
 
     /// The embedded templates with some replaced by a template author's files (name, text).
+    /// A file that replaces no embedded template is refused: a misspelt name would otherwise
+    /// be ignored and the embedded template used without a word.
     pub fn new(overrides: &[(String, String)]) -> Result<Templates, Diagnostic> {
+        if let Some(d) = overrides
+            .iter()
+            .find_map(|(name, _)| overrides_nothing(name))
+        {
+            return Err(d);
+        }
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         // A template author's loop cannot run for ever (`--templates`).
@@ -131,6 +139,42 @@ impl Templates {
             text,
         })
     }
+}
+
+/// The refusal of a template author's file that replaces no embedded template, if it does not.
+fn overrides_nothing(name: &str) -> Option<Diagnostic> {
+    if EMBEDDED.iter().any(|(n, _)| *n == name) {
+        return None;
+    }
+    let names: Vec<&str> = EMBEDDED.iter().map(|(n, _)| *n).collect();
+    let help = if name == "driver.sh.j2" {
+        "the driver script is no template: `render --out` writes the fixed driver `job.sh` and \
+         its values in `job.env`; remove this file"
+            .to_string()
+    } else {
+        let closest = names
+            .iter()
+            .map(|n| (strsim::damerau_levenshtein(name, n), *n))
+            .filter(|(distance, _)| *distance <= 3)
+            .min();
+        match closest {
+            Some((_, n)) => format!("did you mean `{n}`? (rename the file)"),
+            None => format!(
+                "remove it or rename it after the template it replaces: {}",
+                names.join(", ")
+            ),
+        }
+    };
+    Some(
+        Diagnostic::error(
+            TEMPLATE,
+            format!(
+                "`{name}` in --templates overrides no template: the templates are {}",
+                names.join(", ")
+            ),
+        )
+        .help(help),
+    )
 }
 
 /// Render every object of the Plan, in apply order: ConfigMap, (Service,) Job.

@@ -79,7 +79,9 @@ fn render(request: &Json) -> Option<Vec<Json>> {
             assert!(d.iter().any(|d| d.is_error()));
             None
         }
-        Err(Failure::Output(d)) => panic!("a request value broke the output: {d:#?}"),
+        Err(Failure::Output { diagnostics, .. }) => {
+            panic!("a request value broke the output: {diagnostics:#?}")
+        }
     }
 }
 

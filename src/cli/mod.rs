@@ -75,9 +75,14 @@ request compiles and every object passes its strict schema.")]
         /// stays the oldest supported version, so the output applies to every supported cluster.
         #[arg(long, default_value = "1.28", value_parser = parse_kube_version)]
         kube_version: KubeVersion,
-        /// A directory of templates (`*.j2`) that replace the embedded ones of the same name.
+        /// A directory of templates (`*.j2`) that replace the embedded ones of the same name;
+        /// a file that replaces none is refused.
         #[arg(long, value_name = "DIR")]
         templates: Option<PathBuf>,
+        /// When the templates' output fails verification, print it on stdout anyway (with
+        /// credentials masked) to read beside the diagnostics' line numbers; still exit 1.
+        #[arg(long, conflicts_with = "out")]
+        emit_unverified: bool,
         /// Render a 2-node NCCL all-reduce probe with the request's image, GPUs, scheduling,
         /// pull secrets, /dev/shm and rendezvous, instead of the action.
         #[arg(long)]
@@ -106,6 +111,10 @@ request compiles and every object passes its strict schema.")]
         /// Namespace of every object; wins over the request.
         #[arg(short, long)]
         namespace: Option<String>,
+        /// A directory of templates (`*.j2`) that replace the embedded ones of the same name:
+        /// the script is refused unless the objects they render verify.
+        #[arg(long, value_name = "DIR")]
+        templates: Option<PathBuf>,
         /// A folder the request may name files in (`command.config.spec`), besides its own:
         /// by default a request reads only files inside the folder it is in.
         #[arg(long, value_name = "DIR")]
@@ -137,6 +146,10 @@ request compiles and every object passes its strict schema.")]
         /// Namespace of every object; wins over the request.
         #[arg(short, long)]
         namespace: Option<String>,
+        /// A directory of templates (`*.j2`) that replace the embedded ones of the same name:
+        /// nothing is staged unless the objects they render verify.
+        #[arg(long, value_name = "DIR")]
+        templates: Option<PathBuf>,
         /// A folder the request may name files in (`command.config.spec`), besides its own:
         /// by default a request reads only files inside the folder it is in.
         #[arg(long, value_name = "DIR")]
@@ -253,6 +266,7 @@ pub fn run() -> ExitCode {
             namespace,
             kube_version,
             templates,
+            emit_unverified,
             nccl_probe,
             staging_map,
             staged_config,
@@ -268,6 +282,7 @@ pub fn run() -> ExitCode {
                 staging_map,
                 staged_config,
                 spec_root,
+                emit_unverified,
             };
             let output = match bundle {
                 Some(dir) => Output::Bundle(dir),
@@ -279,6 +294,7 @@ pub fn run() -> ExitCode {
             request,
             out: dir,
             namespace,
+            templates,
             spec_root,
         } => {
             let opts = options(namespace);
@@ -286,7 +302,14 @@ pub fn run() -> ExitCode {
                 spec_root,
                 ..Files::default()
             };
-            render(&out, &request, Output::Stage(dir), opts, None, &files)
+            render(
+                &out,
+                &request,
+                Output::Stage(dir),
+                opts,
+                templates.as_deref(),
+                &files,
+            )
         }
         Command::Lint {
             paths,
@@ -319,6 +342,7 @@ pub fn run() -> ExitCode {
         Command::Script {
             request,
             namespace,
+            templates,
             spec_root,
         } => {
             let opts = options(namespace);
@@ -326,7 +350,14 @@ pub fn run() -> ExitCode {
                 spec_root,
                 ..Files::default()
             };
-            render(&out, &request, Output::Script, opts, None, &files)
+            render(
+                &out,
+                &request,
+                Output::Script,
+                opts,
+                templates.as_deref(),
+                &files,
+            )
         }
         Command::KeptFields { manifest, answer } => kept_fields(&out, &manifest, &answer),
         Command::RegistryAuth { server, username } => registry_auth(&out, &server, &username),
@@ -359,6 +390,8 @@ struct Files {
     staged_config: Option<PathBuf>,
     /// `--spec-root`: a folder the request may name files in, besides its own.
     spec_root: Option<PathBuf>,
+    /// `--emit-unverified`: print what the templates wrote when it fails verification.
+    emit_unverified: bool,
 }
 
 /// What a compiling command reads besides its options: the request, the reader of the files
@@ -418,7 +451,30 @@ fn render(
                 out.diagnostics(Some(&source), &diags);
                 out.summary(&diags, source.name());
             }
-            Failure::Output(diags) => out.diagnostics(None, &diags),
+            Failure::Output {
+                diagnostics,
+                rendered,
+            } => {
+                // The labels point into the rendered stream: framed there, named after the
+                // request it came from.
+                let rendered = rendered.map(|text| {
+                    Source::new(
+                        format!("{} of {}", tao_k8s::compile::RENDERED, source.name()),
+                        text,
+                    )
+                });
+                out.diagnostics(rendered.as_ref(), &diagnostics);
+                out.summary(&diagnostics, source.name());
+                if files.emit_unverified {
+                    match &rendered {
+                        Some(text) => {
+                            let masked = report::redactor_for(text).frame(text.text()).into_owned();
+                            let _ = emit(&masked);
+                        }
+                        None => out.note("the templates wrote nothing to print"),
+                    }
+                }
+            }
         }
         ExitCode::from(REFUSED)
     };
