@@ -117,26 +117,20 @@ pub fn bundle(source: &Source, opts: &Options, templates: &Templates) -> Result<
     Ok(Bundle { job, probe, script })
 }
 
+/// The Plan of one request: the context every template receives (`tao-k8s plan`). Nothing
+/// is rendered, so a template's mistake cannot hide it.
+pub fn plan(source: &Source, opts: &Options) -> Result<Plan, Failure> {
+    let (loaded, staging) = check(source)?;
+    plan_loaded(&loaded, &staging, opts)
+}
+
 fn compile_loaded(
     loaded: &request::Loaded,
     staging: &Staging,
     opts: &Options,
     templates: &Templates,
 ) -> Result<Compiled, Failure> {
-    let plan = if opts.nccl_probe {
-        let mut probe = loaded.clone();
-        probe.request = plan::nccl_probe(&probe.request).map_err(|d| Failure::Request(vec![d]))?;
-        // The probe has no storage and no results: only its layout matters, not its checks,
-        // which the request itself passed.
-        let (staging, _) = staging::stage(&probe.request, &probe.tree);
-        plan::build(&probe, &staging, opts)
-    } else {
-        plan::build(loaded, staging, opts)
-    };
-    let plan = plan.map_err(|mut errors| {
-        errors.extend(loaded.warnings.iter().cloned());
-        Failure::Request(errors)
-    })?;
+    let plan = plan_loaded(loaded, staging, opts)?;
     let rendered = render::render_all(&plan, templates).map_err(|d| Failure::Output {
         diagnostics: vec![d],
         rendered: None,
@@ -155,6 +149,27 @@ fn compile_loaded(
         objects,
         yaml,
         warnings: loaded.warnings.clone(),
+    })
+}
+
+fn plan_loaded(
+    loaded: &request::Loaded,
+    staging: &Staging,
+    opts: &Options,
+) -> Result<Plan, Failure> {
+    let plan = if opts.nccl_probe {
+        let mut probe = loaded.clone();
+        probe.request = plan::nccl_probe(&probe.request).map_err(|d| Failure::Request(vec![d]))?;
+        // The probe has no storage and no results: only its layout matters, not its checks,
+        // which the request itself passed.
+        let (staging, _) = staging::stage(&probe.request, &probe.tree);
+        plan::build(&probe, &staging, opts)
+    } else {
+        plan::build(loaded, staging, opts)
+    };
+    plan.map_err(|mut errors| {
+        errors.extend(loaded.warnings.iter().cloned());
+        Failure::Request(errors)
     })
 }
 

@@ -22,7 +22,7 @@ pub const MAX_SUBDOMAIN: usize = 253;
 const HASH_LEN: usize = 8;
 
 /// Every object name the project emits for one request, computed once here and used everywhere.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Names {
     /// The Job, also its `batch.kubernetes.io/job-name` label value: a DNS-1035 label within
     /// [`job_budget`].

@@ -250,3 +250,170 @@ fn a_template_that_renders_nothing_has_nothing_to_emit() {
         r.stderr
     );
 }
+
+/// Every request a template author may meet: the valid fixtures and the examples, each also
+/// as its NCCL probe where it has one.
+fn contexts() -> Vec<(String, tao_k8s::plan::Plan)> {
+    use tao_k8s::plan::{Options, SpecReader};
+    let mut out = Vec::new();
+    for dir in ["fixtures/requests/valid", "examples"] {
+        let mut paths: Vec<_> = std::fs::read_dir(Path::new(ROOT).join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let source = tao_k8s::source::Source::new(path.display().to_string(), text);
+            let base = path.parent().unwrap().to_path_buf();
+            for nccl_probe in [false, true] {
+                let base = base.clone();
+                let opts = Options {
+                    nccl_probe,
+                    read_spec: Some(SpecReader::new(move |spec| {
+                        let text =
+                            std::fs::read_to_string(base.join(spec)).map_err(|e| e.to_string())?;
+                        Ok(tao_k8s::source::Source::new(spec, text))
+                    })),
+                    ..Options::default()
+                };
+                match tao_k8s::compile::plan(&source, &opts) {
+                    Ok(plan) => out.push((format!("{} probe={nccl_probe}", path.display()), plan)),
+                    // Only a single-node request has no probe.
+                    Err(_) if nccl_probe => {}
+                    Err(e) => panic!("{}: {:#?}", path.display(), e.diagnostics()),
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_committed_context_schema_is_what_the_types_generate_and_the_cli_prints() {
+    let committed =
+        std::fs::read_to_string(Path::new(ROOT).join("schemas/template-context.schema.json"))
+            .unwrap();
+    assert!(
+        committed == tao_k8s::plan::context_schema_text(),
+        "schemas/template-context.schema.json is stale: run `cargo run -- schema --template-context > schemas/template-context.schema.json`"
+    );
+    let printed = run(tao().args(["schema", "--template-context"]));
+    assert_eq!(printed.code, Some(0));
+    assert_eq!(printed.stdout, committed);
+    let schema: serde_json::Value = serde_json::from_str(&committed).unwrap();
+    assert_eq!(schema["$schema"], "http://json-schema.org/draft-07/schema#");
+    assert_eq!(schema["title"], "tao-k8s template context");
+}
+
+/// The schema describes exactly what templates receive: every context of every fixture is
+/// valid against it, and every object in it is closed, so a field the types add without the
+/// schema knowing, or one they lose, fails here.
+#[test]
+fn every_context_is_valid_against_the_schema_and_the_schema_is_not_vacuous() {
+    let schema = tao_k8s::plan::context_schema();
+    let validator = jsonschema::draft7::new(&schema).unwrap();
+    let contexts = contexts();
+    assert!(contexts.len() > 20, "{}", contexts.len());
+    for (name, plan) in &contexts {
+        let value = serde_json::to_value(plan).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+    }
+    // The same context with a field added, or one removed, deep inside: refused.
+    let mut value = serde_json::to_value(&contexts[0].1).unwrap();
+    value["job"]["pod"]["containers"][0]["imagePullPolicy"] = "Always".into();
+    assert!(!validator.is_valid(&value));
+    let mut value = serde_json::to_value(&contexts[0].1).unwrap();
+    value["job"]["pod"]["containers"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("image");
+    assert!(!validator.is_valid(&value));
+    let mut value = serde_json::to_value(&contexts[0].1).unwrap();
+    value["run"]["tier"] = "B".into();
+    assert!(!validator.is_valid(&value));
+}
+
+#[test]
+fn plan_prints_the_context_as_json_or_yaml() {
+    let json = run(tao().args(["plan", EXAMPLE]));
+    assert_eq!(json.code, Some(0), "{}", json.stderr);
+    let json: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(json["names"]["job"], "dino-train-coco");
+    assert_eq!(json["namespace"], "vision");
+    assert_eq!(
+        json["job"]["pod"]["containers"][0]["image"],
+        "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt"
+    );
+    let yaml = run(tao().args(["plan", EXAMPLE, "-o", "yaml"]));
+    assert_eq!(yaml.code, Some(0), "{}", yaml.stderr);
+    let stream = tao_k8s::yaml::parse(
+        &tao_k8s::source::Source::new("plan", yaml.stdout.as_str()),
+        tao_k8s::yaml::Limits::default(),
+    )
+    .unwrap();
+    assert_eq!(stream.documents[0].to_json(), json, "the same context");
+    // What the templates render from: the printed context is the one `render` used.
+    let rendered = run(tao().args(["render", EXAMPLE, "-o", "json"]));
+    let job: serde_json::Value = serde_json::from_str(&rendered.stdout).unwrap();
+    assert_eq!(
+        job["spec"]["template"]["spec"]["containers"][0]["args"],
+        json["job"]["pod"]["containers"][0]["args"]
+    );
+    // The probe's context, and a refused request's diagnostics.
+    let probe = run(tao().args(["plan", "--nccl-probe", MULTI_NODE]));
+    assert_eq!(probe.code, Some(0), "{}", probe.stderr);
+    assert!(probe.stdout.contains("nccl"), "{}", probe.stdout);
+    let refused = run(tao().args(["plan", "fixtures/requests/invalid/empty.yaml"]));
+    assert_eq!(refused.code, Some(1));
+    assert!(refused.stdout.is_empty());
+    assert!(
+        refused
+            .stderr
+            .contains("fixtures/requests/invalid/empty.yaml refused"),
+        "{}",
+        refused.stderr
+    );
+}
+
+/// Every bundled template is exercised by the fixtures under strict undefined, and a
+/// template that reads a variable the context does not have is refused with its name and
+/// line, even where a lenient engine would quietly take it as false.
+#[test]
+fn strict_undefined_refuses_a_variable_the_context_lacks() {
+    use tao_k8s::render::{EMBEDDED, Templates, render_all};
+    let mut used = std::collections::BTreeSet::new();
+    for (name, plan) in contexts() {
+        let rendered =
+            render_all(&plan, Templates::embedded()).unwrap_or_else(|d| panic!("{name}: {d:#?}"));
+        used.extend(rendered.into_iter().map(|r| r.template));
+    }
+    used.insert("_container.yaml.j2".into()); // included by job.yaml.j2 for every container
+    let all: std::collections::BTreeSet<String> =
+        EMBEDDED.iter().map(|(n, _)| n.to_string()).collect();
+    assert_eq!(used, all);
+
+    let plan = &contexts()[0].1;
+    for (text, line) in [
+        (
+            "kind: Job\n{% if job.pod.hostNetwork %}x: 1{% endif %}\n",
+            2,
+        ),
+        ("kind: Job\n\nname: {{ names.deployment }}\n", 3),
+        ("kind: Job\nname: {{ nmaes.job }}\n", 2),
+    ] {
+        let templates = Templates::new(&[("job.yaml.j2".into(), text.into())]).unwrap();
+        let d = render_all(plan, &templates).unwrap_err();
+        assert_eq!(d.code, "TK090");
+        assert!(
+            d.message.contains(&format!("job.yaml.j2:{line}")) && d.message.contains("undefined"),
+            "{text}: {}",
+            d.message
+        );
+    }
+}

@@ -2,6 +2,7 @@
 //! reading, output, and exit codes: 0 clean, 1 refused input or findings, 2 usage or I/O error.
 
 mod lint;
+mod plan;
 mod record;
 mod report;
 
@@ -43,7 +44,7 @@ enum Color {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum Format {
+pub(crate) enum Format {
     Yaml,
     Json,
 }
@@ -213,7 +214,36 @@ Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O, or input th
     /// Job records: mint an id before launch, bind the applied object to it, follow its state.
     Record(record::RecordArgs),
     /// Print the JSON Schema (draft-07) of action requests, for editors and validators.
-    Schema,
+    Schema {
+        /// Instead, the schema of the template context: the Plan every template receives
+        /// (`tao-k8s plan REQUEST` prints one).
+        #[arg(long)]
+        template_context: bool,
+    },
+    /// Print the template context of a request: the Plan every template receives.
+    #[command(after_help = "Examples:
+  tao-k8s plan request.yaml
+  tao-k8s plan request.yaml -o yaml --nccl-probe
+  tao-k8s schema --template-context   # what every field means")]
+    Plan {
+        /// The request file (YAML or JSON), or `-` for stdin.
+        request: PathBuf,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = Format::Json)]
+        output: Format,
+        /// Namespace of every object; wins over the request.
+        #[arg(short, long)]
+        namespace: Option<String>,
+        /// Target Kubernetes minor version (1.28 to 1.37).
+        #[arg(long, default_value = "1.28", value_parser = parse_kube_version)]
+        kube_version: KubeVersion,
+        /// The context of the request's NCCL probe instead.
+        #[arg(long)]
+        nccl_probe: bool,
+        /// A folder the request may name files in (`command.config.spec`), besides its own.
+        #[arg(long, value_name = "DIR")]
+        spec_root: Option<PathBuf>,
+    },
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -362,7 +392,30 @@ pub fn run() -> ExitCode {
         Command::KeptFields { manifest, answer } => kept_fields(&out, &manifest, &answer),
         Command::RegistryAuth { server, username } => registry_auth(&out, &server, &username),
         Command::Record(args) => record::run(args),
-        Command::Schema => emit(&request::schema_text()),
+        Command::Schema { template_context } => emit(&if template_context {
+            tao_k8s::plan::context_schema_text()
+        } else {
+            request::schema_text()
+        }),
+        Command::Plan {
+            request,
+            output,
+            namespace,
+            kube_version,
+            nccl_probe,
+            spec_root,
+        } => {
+            let opts = Options {
+                kube_version,
+                nccl_probe,
+                ..options(namespace)
+            };
+            let files = Files {
+                spec_root,
+                ..Files::default()
+            };
+            plan::run(&out, &request, output, opts, &files)
+        }
         Command::Completions { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "tao-k8s", &mut buf);
@@ -385,7 +438,7 @@ enum Output {
 
 /// Files a command reads or writes besides the request and its output.
 #[derive(Default)]
-struct Files {
+pub(crate) struct Files {
     staging_map: Option<PathBuf>,
     staged_config: Option<PathBuf>,
     /// `--spec-root`: a folder the request may name files in, besides its own.
@@ -396,7 +449,7 @@ struct Files {
 
 /// What a compiling command reads besides its options: the request, the reader of the files
 /// it names, a staged config, a template author's templates (`None`: the embedded ones).
-fn inputs(
+pub(crate) fn inputs(
     out: &report::Reporter,
     path: &Path,
     opts: &mut Options,

@@ -16,6 +16,7 @@ use crate::request::{ActionRequest, Loaded, Toleration};
 pub use crate::request::{CONFIG_DIR, CONFIG_VOLUME, SHM_VOLUME};
 use crate::source::Source as Source_;
 use crate::staging::Staging;
+use schemars::JsonSchema;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -190,8 +191,41 @@ impl fmt::Debug for SpecReader {
     }
 }
 
+/// The template context's JSON Schema (draft-07), derived from the Plan's types: what a
+/// template may use, as committed in `schemas/template-context.schema.json`. Every object is
+/// closed (`additionalProperties: false`), so a context field the schema does not name fails
+/// validation.
+pub fn context_schema() -> serde_json::Value {
+    let mut schema = schemars::generate::SchemaSettings::draft07()
+        .into_generator()
+        .into_root_schema_for::<Plan>()
+        .to_value();
+    schema["title"] = "tao-k8s template context".into();
+    close_objects(&mut schema);
+    schema
+}
+
+/// `additionalProperties: false` on every object schema that lists its properties.
+fn close_objects(schema: &mut serde_json::Value) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            if map.contains_key("properties") && !map.contains_key("additionalProperties") {
+                map.insert("additionalProperties".into(), false.into());
+            }
+            map.values_mut().for_each(close_objects);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(close_objects),
+        _ => {}
+    }
+}
+
+/// [`context_schema`] as committed: pretty JSON and a final newline.
+pub fn context_schema_text() -> String {
+    serde_json::to_string_pretty(&context_schema()).expect("a JSON value serializes") + "\n"
+}
+
 /// Everything the templates lay out.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
     pub names: Names,
@@ -227,7 +261,7 @@ pub const S3_KEYS: &[&str] = &[
 ];
 
 /// What the driver script gates on and records, decided with the objects.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Run {
     pub nodes: u32,
@@ -247,6 +281,7 @@ pub struct Run {
     pub network_arch: String,
     pub action: String,
     /// The storage tier, `A` or `C`.
+    #[schemars(extend("enum" = ["A", "C"]))]
     pub tier: &'static str,
     pub results_dir: String,
     /// The NCCL probe's Job, for multi-node jobs with GPUs.
@@ -295,7 +330,7 @@ fn run(req: &ActionRequest, pod: &Pod) -> Run {
 }
 
 /// The batch/v1 Job.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Job {
     pub labels: BTreeMap<String, String>,
@@ -311,17 +346,18 @@ pub struct Job {
 }
 
 /// Completions and parallelism of an Indexed Job: one pod per node, all at once.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Indexed {
     /// Always `Indexed`: each pod gets its completion index (its rank).
+    #[schemars(extend("const" = "Indexed"))]
     pub completion_mode: &'static str,
     pub completions: u32,
     pub parallelism: u32,
 }
 
 /// The headless Service that names the pods of an Indexed Job.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Service {
     pub name: String,
@@ -340,7 +376,7 @@ pub struct Service {
 }
 
 /// The Job's pod template.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Pod {
     pub labels: BTreeMap<String, String>,
@@ -359,7 +395,7 @@ pub struct Pod {
 }
 
 /// One container.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Container {
     pub name: String,
@@ -375,7 +411,7 @@ pub struct Container {
 }
 
 /// An environment variable and where its value comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct EnvVar {
     pub name: String,
     pub from: EnvSource,
@@ -383,7 +419,7 @@ pub struct EnvVar {
 
 /// Where an environment variable's value comes from: `{"kind": "value", "value": ...}` in the
 /// template context.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(
     tag = "kind",
     rename_all = "camelCase",
@@ -399,7 +435,7 @@ pub enum EnvSource {
 }
 
 /// An optional key of a Secret.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct SecretKey {
     pub name: String,
     pub key: String,
@@ -445,7 +481,7 @@ impl EnvVar {
 }
 
 /// A volume mount.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VolumeMount {
     pub name: String,
@@ -455,7 +491,7 @@ pub struct VolumeMount {
 }
 
 /// A pod volume and its one source.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Volume {
     pub name: String,
@@ -465,7 +501,7 @@ pub struct Volume {
 
 /// What a volume holds: `{"kind": "persistentVolumeClaim", "claimName": ...}` in the template
 /// context.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(
     tag = "kind",
     rename_all = "camelCase",
@@ -479,7 +515,7 @@ pub enum VolumeSource {
 }
 
 /// An emptyDir volume.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EmptyDir {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -489,7 +525,7 @@ pub struct EmptyDir {
 }
 
 /// The staged config spec, shipped as a ConfigMap.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigMap {
     pub name: String,
