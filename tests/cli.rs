@@ -128,7 +128,8 @@ fn usage_and_io_errors_exit_2() {
         String::from_utf8_lossy(&missing.stderr),
         "error: cannot read `no/such/request.yaml`: no such file or directory\n"
     );
-    let directory = tao().args(["render", "examples"]).output().unwrap();
+    // `render` takes folders of requests; `script` takes one request.
+    let directory = tao().args(["script", "examples"]).output().unwrap();
     assert_eq!(directory.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&directory.stderr),

@@ -4,16 +4,17 @@
 mod lint;
 mod plan;
 mod record;
+mod render;
 mod report;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use render::{Files, Output};
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use tao_k8s::plan::{KubeVersion, Options, SpecReader};
-use tao_k8s::render::Templates;
+use tao_k8s::plan::{KubeVersion, Options};
+use tao_k8s::request;
 use tao_k8s::source::Source;
-use tao_k8s::{Failure, request};
 
 /// Exit codes.
 const REFUSED: u8 = 1;
@@ -62,8 +63,14 @@ The namespace is --namespace, else the request's metadata.namespace, else $TAO_K
 else `default`. Diagnostics go to stderr; nothing is printed on stdout unless the whole
 request compiles and every object passes its strict schema.")]
     Render {
-        /// The request file (YAML or JSON), or `-` for stdin.
-        request: PathBuf,
+        /// Request files (YAML or JSON), `-` for stdin, or folders: their *.yaml, *.yml and
+        /// *.json files, sorted, not their subfolders.
+        #[arg(required = true, value_name = "REQUEST")]
+        requests: Vec<PathBuf>,
+        /// Several requests: write (or print) those that compile even when others are
+        /// refused; still exit 1.
+        #[arg(long)]
+        keep_going: bool,
         /// Output format: one YAML stream, or JSON (a List when there are several objects).
         /// Not with --out, whose bundle is YAML for kubectl and the driver script.
         #[arg(short, long, value_enum, conflicts_with = "out")]
@@ -96,7 +103,8 @@ request compiles and every object passes its strict schema.")]
         #[arg(long, value_name = "FILE")]
         staged_config: Option<PathBuf>,
         /// Write a bundle into DIR instead: manifest.yaml, staging-map.json, the driver script
-        /// job.sh, and nccl-probe.yaml for multi-node.
+        /// job.sh, and nccl-probe.yaml for multi-node. With several requests (or a folder),
+        /// one bundle per request in DIR/<file stem>/.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
         /// A folder the request may name files in (`command.config.spec`), besides its own:
@@ -291,7 +299,8 @@ pub fn run() -> ExitCode {
     MAX_INPUT.get_or_init(|| cli.max_input_size);
     match cli.command {
         Command::Render {
-            request,
+            requests,
+            keep_going,
             output,
             namespace,
             kube_version,
@@ -313,12 +322,17 @@ pub fn run() -> ExitCode {
                 staged_config,
                 spec_root,
                 emit_unverified,
+                keep_going,
             };
             let output = match bundle {
                 Some(dir) => Output::Bundle(dir),
                 None => Output::Manifests(output.unwrap_or(Format::Yaml)),
             };
-            render(&out, &request, output, opts, templates.as_deref(), &files)
+            let requests = match render::Requests::expand(&requests) {
+                Ok(r) => r,
+                Err(message) => return out.io_error(&message),
+            };
+            render::render(&out, &requests, output, opts, templates.as_deref(), &files)
         }
         Command::Stage {
             request,
@@ -332,9 +346,9 @@ pub fn run() -> ExitCode {
                 spec_root,
                 ..Files::default()
             };
-            render(
+            render::render(
                 &out,
-                &request,
+                &render::Requests::one(request),
                 Output::Stage(dir),
                 opts,
                 templates.as_deref(),
@@ -380,9 +394,9 @@ pub fn run() -> ExitCode {
                 spec_root,
                 ..Files::default()
             };
-            render(
+            render::render(
                 &out,
-                &request,
+                &render::Requests::one(request),
                 Output::Script,
                 opts,
                 templates.as_deref(),
@@ -424,232 +438,6 @@ pub fn run() -> ExitCode {
     }
 }
 
-/// What a compiling command produces.
-enum Output {
-    /// `render`: the verified objects on stdout.
-    Manifests(Format),
-    /// `stage`: the staging map and the materialised spec, into a directory.
-    Stage(PathBuf),
-    /// `script`: the driver script on stdout.
-    Script,
-    /// `render --out`: the whole bundle, into a directory.
-    Bundle(PathBuf),
-}
-
-/// Files a command reads or writes besides the request and its output.
-#[derive(Default)]
-pub(crate) struct Files {
-    staging_map: Option<PathBuf>,
-    staged_config: Option<PathBuf>,
-    /// `--spec-root`: a folder the request may name files in, besides its own.
-    spec_root: Option<PathBuf>,
-    /// `--emit-unverified`: print what the templates wrote when it fails verification.
-    emit_unverified: bool,
-}
-
-/// What a compiling command reads besides its options: the request, the reader of the files
-/// it names, a staged config, a template author's templates (`None`: the embedded ones).
-pub(crate) fn inputs(
-    out: &report::Reporter,
-    path: &Path,
-    opts: &mut Options,
-    templates: Option<&Path>,
-    files: &Files,
-) -> Result<(Source, Option<Templates>), ExitCode> {
-    let source = read_source(path).map_err(|e| e.report(out))?;
-    // A spec file the request names is relative to the request file (or the working directory
-    // for stdin), read only if the request is in config mode; a file that cannot be read is
-    // reported with the request's other problems.
-    let base = match path.parent() {
-        Some(p) if path != Path::new("-") && !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let root = files.spec_root.clone();
-    opts.read_spec = Some(SpecReader::new(move |name| {
-        read_named(&base, name, root.as_deref())
-    }));
-    if let Some(staged) = &files.staged_config {
-        let staged = read_source(staged).map_err(|e| e.report(out))?;
-        opts.staged_config = Some(staged.text().to_string());
-    }
-    let Some(dir) = templates else {
-        return Ok((source, None));
-    };
-    let files = read_templates(dir).map_err(|message| out.io_error(&message))?;
-    match Templates::new(&files) {
-        Ok(t) => Ok((source, Some(t))),
-        Err(d) => {
-            out.diagnostics(None, &[d]);
-            Err(ExitCode::from(REFUSED))
-        }
-    }
-}
-
-fn render(
-    out: &report::Reporter,
-    path: &Path,
-    output: Output,
-    mut opts: Options,
-    templates: Option<&Path>,
-    files: &Files,
-) -> ExitCode {
-    let (source, owned) = match inputs(out, path, &mut opts, templates, files) {
-        Ok(read) => read,
-        Err(code) => return code,
-    };
-    let templates = owned.as_ref().unwrap_or(Templates::embedded());
-    let refused = |failure: Failure| {
-        match failure {
-            Failure::Request(diags) => {
-                out.diagnostics(Some(&source), &diags);
-                out.summary(&diags, source.name());
-            }
-            Failure::Output {
-                diagnostics,
-                rendered,
-            } => {
-                // The labels point into the rendered stream: framed there, named after the
-                // request it came from.
-                let rendered = rendered.map(|text| {
-                    Source::new(
-                        format!("{} of {}", tao_k8s::compile::RENDERED, source.name()),
-                        text,
-                    )
-                });
-                out.diagnostics(rendered.as_ref(), &diagnostics);
-                out.summary(&diagnostics, source.name());
-                if files.emit_unverified {
-                    match &rendered {
-                        Some(text) => {
-                            let masked = report::redactor_for(text).frame(text.text()).into_owned();
-                            let _ = emit(&masked);
-                        }
-                        None => out.note("the templates wrote nothing to print"),
-                    }
-                }
-            }
-        }
-        ExitCode::from(REFUSED)
-    };
-    // What every compile reports, and the staging map (also written with --staging-map).
-    let staged = |compiled: &tao_k8s::Compiled| {
-        out.diagnostics(Some(&source), &compiled.warnings);
-        for note in &compiled.plan.notes {
-            out.note(note);
-        }
-        let map = serde_json::to_string_pretty(&compiled.plan.staging_map)
-            .expect("the map serializes")
-            + "\n";
-        match &files.staging_map {
-            Some(file) => write_atomic(file, &map).map(|()| map),
-            None => Ok(map),
-        }
-        .map_err(|message| out.io_error(&message))
-    };
-    match output {
-        Output::Manifests(_) | Output::Stage(_) => {
-            let compiled = match tao_k8s::compile(&source, &opts, templates) {
-                Ok(c) => c,
-                Err(failure) => return refused(failure),
-            };
-            let map = match staged(&compiled) {
-                Ok(map) => map,
-                Err(code) => return code,
-            };
-            let written = match output {
-                Output::Stage(dir) => {
-                    let spec = compiled.plan.config_map.as_ref().map(|cm| cm.data.as_str());
-                    create_dir(&dir)
-                        .and_then(|()| write_atomic(&dir.join("staging-map.json"), &map))
-                        .and_then(|()| {
-                            spec.map_or(Ok(()), |s| write_atomic(&dir.join("spec.yaml"), s))
-                        })
-                }
-                Output::Manifests(format) => return emit(&manifests(&compiled, format)),
-                _ => Ok(()),
-            };
-            match written {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(message) => out.io_error(&message),
-            }
-        }
-        Output::Script | Output::Bundle(_) => {
-            // One load of the request: the bundle also holds the probe and the script's
-            // constants.
-            let bundle = match tao_k8s::bundle(&source, &opts, templates) {
-                Ok(b) => b,
-                Err(failure) => return refused(failure),
-            };
-            let map = match staged(&bundle.job) {
-                Ok(map) => map,
-                Err(code) => return code,
-            };
-            // A bundle's script runs the binary that wrote it by default, while it exists; a
-            // printed script may be saved anywhere, so it names none.
-            let mut plan = bundle.script.clone();
-            if matches!(output, Output::Bundle(_)) {
-                plan = plan.with_this_binary();
-            }
-            let Output::Bundle(dir) = output else {
-                return emit(&plan.printed());
-            };
-            write_bundle(out, &dir, &bundle, &plan, &map)
-        }
-    }
-}
-
-/// `render --out DIR`: every file of the bundle, each whole or not at all.
-fn write_bundle(
-    out: &report::Reporter,
-    dir: &Path,
-    bundle: &tao_k8s::Bundle,
-    plan: &tao_k8s::script::ScriptPlan,
-    map: &str,
-) -> ExitCode {
-    let probe = bundle.probe.as_ref().map(|p| p.yaml.as_str());
-    let written = create_dir(dir)
-        .and_then(|()| write_atomic(&dir.join("manifest.yaml"), &bundle.job.yaml))
-        .and_then(|()| write_atomic(&dir.join("staging-map.json"), map))
-        .and_then(|()| probe.map_or(Ok(()), |p| write_atomic(&dir.join("nccl-probe.yaml"), p)))
-        .and_then(|()| write_atomic(&dir.join("job.env"), &plan.data()))
-        .and_then(|()| write_atomic(&dir.join("job.sh"), tao_k8s::script::DRIVER))
-        .and_then(|()| make_executable(&dir.join("job.sh")));
-    match written {
-        Ok(()) => {
-            let probe = if probe.is_some() {
-                ",nccl-probe.yaml"
-            } else {
-                ""
-            };
-            eprintln!(
-                "wrote {}/{{manifest.yaml,staging-map.json,job.sh,job.env{probe}}}",
-                dir.display()
-            );
-            ExitCode::SUCCESS
-        }
-        Err(message) => out.io_error(&message),
-    }
-}
-
-fn create_dir(dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("cannot create `{}`: {}", dir.display(), io_reason(&e)))
-}
-
-/// The verified objects as one YAML stream, or as JSON (a List when there are several).
-fn manifests(compiled: &tao_k8s::Compiled, format: Format) -> String {
-    match format {
-        Format::Yaml => compiled.yaml.clone(),
-        Format::Json => {
-            let value = match compiled.objects.as_slice() {
-                [one] => one.clone(),
-                many => serde_json::json!({"apiVersion": "v1", "kind": "List", "items": many}),
-            };
-            serde_json::to_string_pretty(&value).expect("JSON values serialize") + "\n"
-        }
-    }
-}
-
 /// Print to stdout; a closed pipe is not an error worth a panic.
 pub(crate) fn emit(text: &str) -> ExitCode {
     let mut stdout = std::io::stdout().lock();
@@ -675,7 +463,7 @@ fn options(namespace: Option<String>) -> Options {
     }
 }
 
-fn make_executable(path: &Path) -> Result<(), String> {
+pub(crate) fn make_executable(path: &Path) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| format!("cannot make {} executable: {e}", path.display()))
@@ -715,7 +503,7 @@ fn kept_fields(out: &report::Reporter, manifest: &Path, answer: &Path) -> ExitCo
 }
 
 /// Write a whole file or nothing: a temporary file beside it, renamed into place.
-fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+pub(crate) fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -809,7 +597,7 @@ pub(crate) fn io_reason(e: &std::io::Error) -> String {
 /// not from whoever runs the tool, so the file must resolve (symbolic links followed) inside
 /// `base`, or inside `--spec-root` when the caller widens it. No absolute path, no `..` or link
 /// out of it.
-fn read_named(base: &Path, named: &str, root: Option<&Path>) -> Result<Source, String> {
+pub(crate) fn read_named(base: &Path, named: &str, root: Option<&Path>) -> Result<Source, String> {
     let widen = "a request names files inside its own folder; `--spec-root DIR` allows another";
     if Path::new(named).is_absolute() {
         return Err(format!("an absolute path is refused: {widen}"));
@@ -837,25 +625,4 @@ fn read_named(base: &Path, named: &str, root: Option<&Path>) -> Result<Source, S
         base.join(named).display().to_string(),
         source.text().to_string(),
     ))
-}
-
-/// Every `*.j2` file of a directory, by file name.
-fn read_templates(dir: &Path) -> Result<Vec<(String, String)>, String> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read `{}`: {}", dir.display(), io_reason(&e)))?;
-    let mut files = Vec::new();
-    for entry in entries {
-        let path = entry
-            .map_err(|e| format!("cannot read `{}`: {}", dir.display(), io_reason(&e)))?
-            .path();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-            continue;
-        };
-        if name.ends_with(".j2") {
-            let source = read_source(&path).map_err(|e| e.message().to_string())?;
-            files.push((name.to_string(), source.text().to_string()));
-        }
-    }
-    files.sort();
-    Ok(files)
 }

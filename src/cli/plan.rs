@@ -1,7 +1,8 @@
 //! `tao-k8s plan`: the template context of one request (the Plan), as JSON or YAML, for
 //! template authors; its schema is `tao-k8s schema --template-context`.
 
-use super::{Files, Format, REFUSED, emit, inputs, report::Reporter};
+use super::render::{Files, read_request};
+use super::{Format, REFUSED, emit, report::Reporter};
 use std::path::Path;
 use std::process::ExitCode;
 use tao_k8s::plan::Options;
@@ -13,8 +14,8 @@ pub(crate) fn run(
     mut opts: Options,
     files: &Files,
 ) -> ExitCode {
-    let (source, _) = match inputs(out, path, &mut opts, None, files) {
-        Ok(read) => read,
+    let source = match read_request(out, path, &mut opts, files) {
+        Ok(source) => source,
         Err(code) => return code,
     };
     let plan = match tao_k8s::compile::plan(&source, &opts) {

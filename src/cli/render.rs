@@ -1,0 +1,515 @@
+//! The commands that compile requests: `render` (one request or many: files, `-` and folders,
+//! into one stream or one bundle folder each), `stage` and `script` (one request). Each
+//! request is read, compiled and reported on its own, with its file named in every
+//! diagnostic; nothing is printed or written unless every request compiled (or
+//! `--keep-going`: the good ones, and still exit 1).
+
+use super::report::Reporter;
+use super::{
+    Format, REFUSED, USAGE, emit, io_reason, make_executable, read_named, read_source, write_atomic,
+};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use tao_k8s::plan::{Options, SpecReader};
+use tao_k8s::render::Templates;
+use tao_k8s::source::Source;
+use tao_k8s::{Bundle, Compiled, Failure};
+
+/// What a compiling command produces.
+pub(crate) enum Output {
+    /// `render`: the verified objects on stdout.
+    Manifests(Format),
+    /// `stage`: the staging map and the materialised spec, into a directory.
+    Stage(PathBuf),
+    /// `script`: the driver script on stdout.
+    Script,
+    /// `render --out`: the whole bundle, into a directory (one folder per request when there
+    /// are several).
+    Bundle(PathBuf),
+}
+
+/// Files a command reads or writes besides the requests and their output, and how it treats
+/// a refused request.
+#[derive(Default)]
+pub(crate) struct Files {
+    pub staging_map: Option<PathBuf>,
+    pub staged_config: Option<PathBuf>,
+    /// `--spec-root`: a folder a request may name files in, besides its own.
+    pub spec_root: Option<PathBuf>,
+    /// `--emit-unverified`: print what the templates wrote when it fails verification.
+    pub emit_unverified: bool,
+    /// `--keep-going`: a refused request does not refuse the others.
+    pub keep_going: bool,
+}
+
+/// The requests named on the command line: files as given, `-` (stdin, once), and the
+/// `*.yaml`, `*.yml` and `*.json` files directly inside each folder, sorted by name (not its
+/// subfolders: a folder of requests is flat, and a request's spec files may sit beside it in
+/// one). `many` is true when a folder was named or more than one request: then every request
+/// gets a folder of its own under `--out`.
+pub(crate) struct Requests {
+    pub paths: Vec<PathBuf>,
+    pub many: bool,
+}
+
+impl Requests {
+    pub(crate) fn expand(args: &[PathBuf]) -> Result<Requests, String> {
+        let mut paths = Vec::new();
+        let mut folder = false;
+        for arg in args {
+            if arg.as_os_str() != "-" && arg.is_dir() {
+                folder = true;
+                let entries = std::fs::read_dir(arg)
+                    .map_err(|e| format!("cannot read `{}`: {}", arg.display(), io_reason(&e)))?;
+                let mut found = Vec::new();
+                for entry in entries {
+                    let path = entry
+                        .map_err(|e| format!("cannot read `{}`: {}", arg.display(), io_reason(&e)))?
+                        .path();
+                    let request = path
+                        .extension()
+                        .is_some_and(|x| x == "yaml" || x == "yml" || x == "json");
+                    if request && path.is_file() {
+                        found.push(path);
+                    }
+                }
+                if found.is_empty() {
+                    return Err(format!(
+                        "`{}` holds no request (*.yaml, *.yml or *.json)",
+                        arg.display()
+                    ));
+                }
+                found.sort();
+                paths.extend(found);
+            } else {
+                paths.push(arg.clone());
+            }
+        }
+        if paths.iter().filter(|p| p.as_os_str() == "-").count() > 1 {
+            return Err("`-` (stdin) can be read once".into());
+        }
+        let many = folder || paths.len() > 1;
+        Ok(Requests { paths, many })
+    }
+
+    /// One request, as `stage` and `script` take.
+    pub(crate) fn one(path: PathBuf) -> Requests {
+        Requests {
+            paths: vec![path],
+            many: false,
+        }
+    }
+
+    /// The folder under `--out DIR` of each request: its file stem (`stdin` for `-`); two
+    /// requests with one stem are refused before anything is compiled.
+    fn folders(&self, dir: &Path) -> Result<Vec<PathBuf>, String> {
+        if !self.many {
+            return Ok(vec![dir.to_path_buf()]);
+        }
+        let mut seen: BTreeMap<String, &Path> = BTreeMap::new();
+        let mut out = Vec::new();
+        for path in &self.paths {
+            let stem = if path.as_os_str() == "-" {
+                "stdin".to_string()
+            } else {
+                path.file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            };
+            if let Some(other) = seen.insert(stem.clone(), path) {
+                return Err(format!(
+                    "`{}` and `{}` would both be written to `{}`: rename one",
+                    other.display(),
+                    path.display(),
+                    dir.join(&stem).display()
+                ));
+            }
+            out.push(dir.join(stem));
+        }
+        Ok(out)
+    }
+}
+
+/// The request at `path`, with the reader of the files it names (relative to its folder, or
+/// the working directory for stdin) and the staged config set in `opts`.
+pub(crate) fn read_request(
+    out: &Reporter,
+    path: &Path,
+    opts: &mut Options,
+    files: &Files,
+) -> Result<Source, ExitCode> {
+    let source = read_source(path).map_err(|e| e.report(out))?;
+    // A spec file is read only if the request is in config mode; a file that cannot be read
+    // is reported with the request's other problems.
+    let base = match path.parent() {
+        Some(p) if path != Path::new("-") && !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let root = files.spec_root.clone();
+    opts.read_spec = Some(SpecReader::new(move |name| {
+        read_named(&base, name, root.as_deref())
+    }));
+    if let Some(staged) = &files.staged_config {
+        let staged = read_source(staged).map_err(|e| e.report(out))?;
+        opts.staged_config = Some(staged.text().to_string());
+    }
+    Ok(source)
+}
+
+/// A template author's templates (`None`: the embedded ones), read and compiled once.
+pub(crate) fn read_templates(
+    out: &Reporter,
+    dir: Option<&Path>,
+) -> Result<Option<Templates>, ExitCode> {
+    let Some(dir) = dir else {
+        return Ok(None);
+    };
+    let files = template_files(dir).map_err(|message| out.io_error(&message))?;
+    match Templates::new(&files) {
+        Ok(t) => Ok(Some(t)),
+        Err(d) => {
+            out.diagnostics(None, &[d]);
+            Err(ExitCode::from(REFUSED))
+        }
+    }
+}
+
+/// Report a refused request: its diagnostics (framed in the request, or in the rendered
+/// stream for a template's mistake), and the closing line naming its file. With
+/// `--emit-unverified`, the rendered stream on stdout.
+pub(crate) fn report_refusal(out: &Reporter, source: &Source, failure: Failure, files: &Files) {
+    match failure {
+        Failure::Request(diags) => {
+            out.diagnostics(Some(source), &diags);
+            out.summary(&diags, source.name());
+        }
+        Failure::Output {
+            diagnostics,
+            rendered,
+        } => {
+            let rendered = rendered.map(|text| {
+                Source::new(
+                    format!("{} of {}", tao_k8s::compile::RENDERED, source.name()),
+                    text,
+                )
+            });
+            out.diagnostics(rendered.as_ref(), &diagnostics);
+            out.summary(&diagnostics, source.name());
+            if files.emit_unverified {
+                match &rendered {
+                    Some(text) => {
+                        let masked = super::report::redactor_for(text)
+                            .frame(text.text())
+                            .into_owned();
+                        let _ = emit(&masked);
+                    }
+                    None => out.note("the templates wrote nothing to print"),
+                }
+            }
+        }
+    }
+}
+
+/// What one request compiled to.
+enum Product {
+    Compiled(Box<Compiled>),
+    Bundle(Box<Bundle>),
+}
+
+impl Product {
+    fn job(&self) -> &Compiled {
+        match self {
+            Product::Compiled(c) => c,
+            Product::Bundle(b) => &b.job,
+        }
+    }
+
+    /// Every object it applies, the probe's included.
+    fn objects(&self) -> impl Iterator<Item = &serde_json::Value> {
+        let probe = match self {
+            Product::Bundle(b) => b.probe.as_ref().map(|p| p.objects.as_slice()),
+            Product::Compiled(_) => None,
+        };
+        self.job().objects.iter().chain(probe.unwrap_or_default())
+    }
+}
+
+/// One compiled request and its staging map (JSON).
+struct Done {
+    source: Source,
+    product: Product,
+    map: String,
+}
+
+/// `render`, `stage`, `script`: compile every request, then print or write the results.
+pub(crate) fn render(
+    out: &Reporter,
+    requests: &Requests,
+    output: Output,
+    opts: Options,
+    templates: Option<&Path>,
+    files: &Files,
+) -> ExitCode {
+    if requests.many {
+        let single = [
+            ("--staging-map", files.staging_map.is_some()),
+            ("--staged-config", files.staged_config.is_some()),
+            ("--emit-unverified", files.emit_unverified),
+        ];
+        if let Some((flag, _)) = single.iter().find(|(_, set)| *set) {
+            eprintln!("error: {flag} takes one request, and several were given");
+            return ExitCode::from(USAGE);
+        }
+    }
+    let folders = match &output {
+        Output::Bundle(dir) => match requests.folders(dir) {
+            Ok(folders) => folders,
+            Err(message) => return out.io_error(&message),
+        },
+        _ => Vec::new(),
+    };
+    let owned = match read_templates(out, templates) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
+    let templates = owned.as_ref().unwrap_or(Templates::embedded());
+    let bundled = matches!(output, Output::Script | Output::Bundle(_));
+    let mut done: Vec<Option<Done>> = Vec::new();
+    // Which request applies each object, by kind, namespace and name.
+    let mut owners: BTreeMap<(String, String, String), usize> = BTreeMap::new();
+    for (i, path) in requests.paths.iter().enumerate() {
+        let mut opts = opts.clone();
+        let source = match read_request(out, path, &mut opts, files) {
+            Ok(source) => source,
+            Err(code) => return code,
+        };
+        let product = if bundled {
+            tao_k8s::bundle(&source, &opts, templates).map(|b| Product::Bundle(Box::new(b)))
+        } else {
+            tao_k8s::compile(&source, &opts, templates).map(|c| Product::Compiled(Box::new(c)))
+        };
+        let product = match product {
+            Ok(p) => p,
+            Err(failure) => {
+                report_refusal(out, &source, failure, files);
+                done.push(None);
+                continue;
+            }
+        };
+        let compiled = product.job();
+        out.diagnostics(Some(&source), &compiled.warnings);
+        for note in &compiled.plan.notes {
+            if requests.many {
+                out.note(&format!("{}: {note}", source.name()));
+            } else {
+                out.note(note);
+            }
+        }
+        if let Some((object, other)) = clash(&product, &owners, &done) {
+            let d = tao_k8s::diag::Diagnostic::error(
+                tao_k8s::codes::NAME,
+                format!(
+                    "{object} of {} is also an object of {other}: applied together, one would replace the other",
+                    source.name()
+                ),
+            )
+            .help("give the requests different `metadata.name`s (or namespaces)");
+            out.diagnostics(None, std::slice::from_ref(&d));
+            out.summary(&[d], source.name());
+            done.push(None);
+            continue;
+        }
+        for object in product.objects() {
+            owners.insert(key_of(object), i);
+        }
+        let map = serde_json::to_string_pretty(&compiled.plan.staging_map)
+            .expect("the map serializes")
+            + "\n";
+        done.push(Some(Done {
+            source,
+            product,
+            map,
+        }));
+    }
+    let refused = done.iter().filter(|d| d.is_none()).count();
+    if refused > 0 && !files.keep_going {
+        if requests.many {
+            eprintln!(
+                "error: {refused} of {} requests refused: nothing written (--keep-going writes the others)",
+                done.len()
+            );
+        }
+        return ExitCode::from(REFUSED);
+    }
+    let code = deliver(out, &done, output, &folders, files);
+    if refused > 0 {
+        eprintln!(
+            "error: {refused} of {} requests refused; the others written (--keep-going)",
+            done.len()
+        );
+        return ExitCode::from(REFUSED);
+    }
+    code
+}
+
+/// An object of `product` that an earlier request already applies, and that request's file.
+fn clash(
+    product: &Product,
+    owners: &BTreeMap<(String, String, String), usize>,
+    done: &[Option<Done>],
+) -> Option<(String, String)> {
+    product.objects().find_map(|o| {
+        let owner = owners.get(&key_of(o))?;
+        let file = done[*owner].as_ref()?.source.name().to_string();
+        Some((object_key(o), file))
+    })
+}
+
+fn key_of(object: &serde_json::Value) -> (String, String, String) {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    (
+        text(&object["kind"]),
+        text(&object["metadata"]["namespace"]),
+        text(&object["metadata"]["name"]),
+    )
+}
+
+/// `Kind namespace/name`.
+fn object_key(object: &serde_json::Value) -> String {
+    let (kind, namespace, name) = key_of(object);
+    format!("`{kind} {namespace}/{name}`")
+}
+
+/// Print or write what the compiled requests produced.
+fn deliver(
+    out: &Reporter,
+    done: &[Option<Done>],
+    output: Output,
+    folders: &[PathBuf],
+    files: &Files,
+) -> ExitCode {
+    let good = || done.iter().flatten();
+    if let Some(file) = &files.staging_map {
+        // One request (several are refused above).
+        if let Some(d) = good().next()
+            && let Err(message) = write_atomic(file, &d.map)
+        {
+            return out.io_error(&message);
+        }
+    }
+    match output {
+        Output::Manifests(format) => {
+            let compiled: Vec<&Compiled> = good().map(|d| d.product.job()).collect();
+            emit(&manifests(&compiled, format))
+        }
+        Output::Stage(dir) => {
+            let Some(d) = good().next() else {
+                return ExitCode::from(REFUSED);
+            };
+            let plan = &d.product.job().plan;
+            let spec = plan.config_map.as_ref().map(|cm| cm.data.as_str());
+            let written = create_dir(&dir)
+                .and_then(|()| write_atomic(&dir.join("staging-map.json"), &d.map))
+                .and_then(|()| spec.map_or(Ok(()), |s| write_atomic(&dir.join("spec.yaml"), s)));
+            match written {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => out.io_error(&message),
+            }
+        }
+        Output::Script => match good().next().map(|d| &d.product) {
+            // A printed script may be saved anywhere, so it names no binary.
+            Some(Product::Bundle(b)) => emit(&b.script.printed()),
+            _ => ExitCode::from(REFUSED),
+        },
+        Output::Bundle(_) => {
+            for (d, dir) in done.iter().zip(folders) {
+                let Some(Done {
+                    product: Product::Bundle(bundle),
+                    map,
+                    ..
+                }) = d
+                else {
+                    continue;
+                };
+                let code = write_bundle(out, dir, bundle, map);
+                if code != ExitCode::SUCCESS {
+                    return code;
+                }
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// `render --out DIR`: every file of the bundle, each whole or not at all.
+fn write_bundle(out: &Reporter, dir: &Path, bundle: &Bundle, map: &str) -> ExitCode {
+    // A bundle's script runs the binary that wrote it by default, while it exists.
+    let plan = bundle.script.clone().with_this_binary();
+    let probe = bundle.probe.as_ref().map(|p| p.yaml.as_str());
+    let written = create_dir(dir)
+        .and_then(|()| write_atomic(&dir.join("manifest.yaml"), &bundle.job.yaml))
+        .and_then(|()| write_atomic(&dir.join("staging-map.json"), map))
+        .and_then(|()| probe.map_or(Ok(()), |p| write_atomic(&dir.join("nccl-probe.yaml"), p)))
+        .and_then(|()| write_atomic(&dir.join("job.env"), &plan.data()))
+        .and_then(|()| write_atomic(&dir.join("job.sh"), tao_k8s::script::DRIVER))
+        .and_then(|()| make_executable(&dir.join("job.sh")));
+    match written {
+        Ok(()) => {
+            let probe = if probe.is_some() {
+                ",nccl-probe.yaml"
+            } else {
+                ""
+            };
+            eprintln!(
+                "wrote {}/{{manifest.yaml,staging-map.json,job.sh,job.env{probe}}}",
+                dir.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(message) => out.io_error(&message),
+    }
+}
+
+fn create_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create `{}`: {}", dir.display(), io_reason(&e)))
+}
+
+/// The verified objects of every request as one YAML stream, or as JSON (one object, or a
+/// `v1` List when there are several).
+pub(crate) fn manifests(compiled: &[&Compiled], format: Format) -> String {
+    match format {
+        Format::Yaml => compiled.iter().map(|c| c.yaml.as_str()).collect(),
+        Format::Json => {
+            let objects: Vec<&serde_json::Value> =
+                compiled.iter().flat_map(|c| &c.objects).collect();
+            let value = match objects.as_slice() {
+                [one] => (*one).clone(),
+                many => serde_json::json!({"apiVersion": "v1", "kind": "List", "items": many}),
+            };
+            serde_json::to_string_pretty(&value).expect("JSON values serialize") + "\n"
+        }
+    }
+}
+
+/// Every `*.j2` file of a directory, by file name.
+fn template_files(dir: &Path) -> Result<Vec<(String, String)>, String> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read `{}`: {}", dir.display(), io_reason(&e)))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry
+            .map_err(|e| format!("cannot read `{}`: {}", dir.display(), io_reason(&e)))?
+            .path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if name.ends_with(".j2") {
+            let source = read_source(&path).map_err(|e| e.message().to_string())?;
+            files.push((name.to_string(), source.text().to_string()));
+        }
+    }
+    files.sort();
+    Ok(files)
+}
