@@ -1,5 +1,6 @@
-//! Every valid fixture request (and the bundled examples) compiles, and its manifests are
-//! snapshotted exactly as `tao-k8s render` prints them.
+//! Every valid fixture request compiles, and its manifests are
+//! snapshotted exactly as `tao-k8s render` prints them (the bundled examples are snapshotted
+//! by `tao-k8s snapshot`, in tests/template_authors.rs).
 
 use tao_k8s::plan::{Options, SpecReader};
 use tao_k8s::render::Templates;
@@ -41,13 +42,6 @@ fn staging_maps() {
             insta::assert_snapshot!(serde_json::to_string_pretty(&map).unwrap());
         });
     }
-}
-
-#[test]
-fn bundled_examples_render() {
-    insta::glob!("../examples", "*.yaml", |path| {
-        insta::assert_snapshot!(compile(path).yaml);
-    });
 }
 
 #[test]

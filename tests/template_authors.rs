@@ -417,3 +417,208 @@ fn strict_undefined_refuses_a_variable_the_context_lacks() {
         );
     }
 }
+
+/// The project's own templates are snapshot-tested with the command template authors use:
+/// the examples and a multi-node request (its probe too) against `tests/template-snapshots/`.
+#[test]
+fn the_bundled_templates_match_their_committed_snapshots() {
+    let r = run(tao().args([
+        "snapshot",
+        "examples",
+        MULTI_NODE,
+        "--snapshots",
+        "tests/template-snapshots",
+    ]));
+    assert_eq!(
+        r.code,
+        Some(0),
+        "{}{}\nreview the diff; accept it with `cargo run -- snapshot examples {MULTI_NODE} --snapshots tests/template-snapshots --update`",
+        r.stdout,
+        r.stderr
+    );
+    assert!(r.stdout.is_empty());
+    assert_eq!(r.stderr, "snapshots: 3 unchanged, 0 changed, 0 new\n");
+}
+
+/// insta reads what the command writes: an author's own Rust test can assert against the
+/// same files (and `cargo insta review` shows them).
+#[test]
+fn insta_reads_the_commands_snapshots() {
+    let source = tao_k8s::source::Source::new(
+        EXAMPLE,
+        std::fs::read_to_string(Path::new(ROOT).join(EXAMPLE)).unwrap(),
+    );
+    let compiled = tao_k8s::compile(
+        &source,
+        &tao_k8s::plan::Options::default(),
+        tao_k8s::render::Templates::embedded(),
+    )
+    .unwrap();
+    insta::with_settings!({
+        snapshot_path => Path::new(ROOT).join("tests/template-snapshots"),
+        prepend_module_to_snapshot => false,
+    }, {
+        insta::assert_snapshot!("dino-train", compiled.yaml);
+    });
+}
+
+#[test]
+fn the_snapshot_workflow_of_a_template_author() {
+    let work = tempfile::tempdir().unwrap();
+    let snaps = work.path().join("snaps");
+    let mine = templates(&[("job.yaml.j2", &embedded("job.yaml.j2"))]);
+    let snapshot = |extra: &[&str]| {
+        run(tao()
+            .args(["snapshot", EXAMPLE, MULTI_NODE, "--templates"])
+            .arg(mine.path())
+            .arg("--snapshots")
+            .arg(&snaps)
+            .args(extra))
+    };
+    // No snapshots yet: every one is new, shown whole, nothing written.
+    let first = snapshot(&[]);
+    assert_eq!(first.code, Some(1));
+    assert!(!snaps.exists());
+    assert!(
+        first.stdout.starts_with("--- /dev/null\n+++ "),
+        "{}",
+        first.stdout
+    );
+    assert!(first.stdout.contains("+kind: Job\n"));
+    assert!(
+        first.stderr.contains("0 unchanged, 0 changed, 3 new"),
+        "{}",
+        first.stderr
+    );
+
+    let update = snapshot(&["--update"]);
+    assert_eq!(update.code, Some(0), "{}", update.stderr);
+    assert_eq!(
+        update.stderr,
+        "snapshots: 0 unchanged, 0 changed, 3 new; 3 written\n"
+    );
+    let text = std::fs::read_to_string(snaps.join("dino-train.snap")).unwrap();
+    assert!(text.starts_with(&format!(
+        "---\nsource: tao-k8s snapshot\nexpression: tao-k8s render --templates {}\ninput_file: {EXAMPLE}\n---\n---\napiVersion: batch/v1\n",
+        mine.path().display()
+    )), "{text}");
+    assert_eq!(snapshot(&[]).code, Some(0));
+
+    // The author changes the Job template: one line more in every Job, nothing else.
+    std::fs::write(
+        mine.path().join("job.yaml.j2"),
+        embedded("job.yaml.j2").replace(
+            "restartPolicy: {{ job.pod.restartPolicy }}",
+            "restartPolicy: {{ job.pod.restartPolicy }}\n      enableServiceLinks: false",
+        ),
+    )
+    .unwrap();
+    let changed = snapshot(&[]);
+    assert_eq!(changed.code, Some(1));
+    assert!(
+        changed.stderr.contains("0 unchanged, 3 changed, 0 new"),
+        "{}",
+        changed.stderr
+    );
+    let edits: Vec<&str> = changed
+        .stdout
+        .lines()
+        .filter(|l| {
+            (l.starts_with('+') || l.starts_with('-'))
+                && !l.starts_with("+++")
+                && !l.starts_with("---")
+        })
+        .collect();
+    assert_eq!(
+        edits, ["+      enableServiceLinks: false"; 3],
+        "{}",
+        changed.stdout
+    );
+    assert!(changed.stdout.contains(&format!(
+        "--- {}\n+++ {} (rendered from {EXAMPLE})\n@@ ",
+        snaps.join("dino-train.snap").display(),
+        snaps.join("dino-train.snap").display()
+    )));
+    assert_eq!(
+        std::fs::read_to_string(snaps.join("dino-train.snap")).unwrap(),
+        text,
+        "not written"
+    );
+    assert_eq!(snapshot(&["--update"]).code, Some(0));
+    assert_eq!(snapshot(&[]).code, Some(0));
+
+    // insta's own writing of the same body (another header, no final newline) is the same
+    // snapshot; a snapshot of no request is said, not removed.
+    let body = std::fs::read_to_string(snaps.join("dino-train.snap")).unwrap();
+    let (_, body) = body
+        .strip_prefix("---\n")
+        .unwrap()
+        .split_once("\n---\n")
+        .unwrap();
+    std::fs::write(
+        snaps.join("dino-train.snap"),
+        format!(
+            "---\nsource: tests/mine.rs\nexpression: yaml\n---\n{}",
+            body.trim_end()
+        ),
+    )
+    .unwrap();
+    std::fs::write(snaps.join("gone.snap"), "---\nsource: x\n---\nold\n").unwrap();
+    let again = snapshot(&[]);
+    assert_eq!(again.code, Some(0), "{}{}", again.stdout, again.stderr);
+    assert!(
+        again.stderr.contains("gone.snap is no request's snapshot"),
+        "{}",
+        again.stderr
+    );
+    assert!(snaps.join("gone.snap").exists());
+}
+
+#[test]
+fn snapshot_refuses_bad_requests_and_shared_names_writing_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let snaps = work.path().join("snaps");
+    let r = run(tao()
+        .args([
+            "snapshot",
+            EXAMPLE,
+            "fixtures/requests/invalid/empty.yaml",
+            "--update",
+            "--snapshots",
+        ])
+        .arg(&snaps));
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr
+            .contains("fixtures/requests/invalid/empty.yaml refused"),
+        "{}",
+        r.stderr
+    );
+    assert!(!snaps.exists());
+
+    std::fs::create_dir(work.path().join("x")).unwrap();
+    std::fs::copy(
+        Path::new(ROOT).join(EXAMPLE),
+        work.path().join("x/dino-train.yaml"),
+    )
+    .unwrap();
+    let r = run(tao()
+        .args(["snapshot", EXAMPLE])
+        .arg(work.path().join("x/dino-train.yaml"))
+        .args(["--update", "--snapshots"])
+        .arg(&snaps));
+    assert_eq!(r.code, Some(2));
+    assert!(
+        r.stderr
+            .contains("would share the snapshot `dino-train.snap`"),
+        "{}",
+        r.stderr
+    );
+    assert!(!snaps.exists());
+
+    std::fs::create_dir(&snaps).unwrap();
+    std::fs::write(snaps.join("dino-train.snap"), "kind: Job\n").unwrap();
+    let r = run(tao().args(["snapshot", EXAMPLE, "--snapshots"]).arg(&snaps));
+    assert_eq!(r.code, Some(2));
+    assert!(r.stderr.contains("is not a snapshot"), "{}", r.stderr);
+}

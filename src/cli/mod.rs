@@ -6,6 +6,7 @@ mod plan;
 mod record;
 mod render;
 mod report;
+mod snapshot;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use render::{Files, Output};
@@ -228,6 +229,37 @@ Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O, or input th
         #[arg(long)]
         template_context: bool,
     },
+    /// Snapshot-test templates: render each request and compare it with its stored snapshot
+    /// (insta's `.snap` format); print a unified diff and exit 1 on any change.
+    #[command(after_help = "Examples:
+  tao-k8s snapshot --templates my-templates/ requests/ --snapshots snapshots/ --update
+  tao-k8s snapshot --templates my-templates/ requests/ --snapshots snapshots/
+
+Each request gets DIR/<file stem>.snap (and <stem>.nccl-probe.snap for a multi-node request's
+probe). `cargo insta review` and `insta::assert_snapshot!` read the same files.")]
+    Snapshot {
+        /// Request files, `-` for stdin, or folders of requests (as `render` reads them).
+        #[arg(required = true, value_name = "REQUEST")]
+        requests: Vec<PathBuf>,
+        /// The directory of the stored snapshots.
+        #[arg(long, value_name = "DIR")]
+        snapshots: PathBuf,
+        /// A directory of templates (`*.j2`) that replace the embedded ones of the same name.
+        #[arg(long, value_name = "DIR")]
+        templates: Option<PathBuf>,
+        /// Write the snapshots that are new or changed instead of failing on them.
+        #[arg(long)]
+        update: bool,
+        /// Namespace of every object; wins over the request.
+        #[arg(short, long)]
+        namespace: Option<String>,
+        /// Target Kubernetes minor version (1.28 to 1.37).
+        #[arg(long, default_value = "1.28", value_parser = parse_kube_version)]
+        kube_version: KubeVersion,
+        /// A folder the requests may name files in (`command.config.spec`), besides their own.
+        #[arg(long, value_name = "DIR")]
+        spec_root: Option<PathBuf>,
+    },
     /// Print the template context of a request: the Plan every template receives.
     #[command(after_help = "Examples:
   tao-k8s plan request.yaml
@@ -411,6 +443,31 @@ pub fn run() -> ExitCode {
         } else {
             request::schema_text()
         }),
+        Command::Snapshot {
+            requests,
+            snapshots,
+            templates,
+            update,
+            namespace,
+            kube_version,
+            spec_root,
+        } => {
+            let opts = Options {
+                kube_version,
+                ..options(namespace)
+            };
+            let files = Files {
+                spec_root,
+                ..Files::default()
+            };
+            let args = snapshot::Args {
+                requests,
+                snapshots,
+                templates,
+                update,
+            };
+            snapshot::run(&out, args, opts, &files)
+        }
         Command::Plan {
             request,
             output,

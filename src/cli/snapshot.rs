@@ -1,0 +1,268 @@
+//! `tao-k8s snapshot`: snapshot tests for template authors. Each request is rendered (with
+//! the author's `--templates`) and compared with its stored snapshot, `DIR/<stem>.snap` (and
+//! `DIR/<stem>.nccl-probe.snap` for a multi-node request's probe), in insta's file format, so
+//! that `cargo insta review` and an author's own `insta::assert_snapshot!` read the same files.
+//! A change prints a unified diff and exits 1; `--update` writes the snapshots instead.
+
+use super::render::{Files, Requests, read_request, read_templates, report_refusal};
+use super::report::Reporter;
+use super::{REFUSED, emit, io_reason, write_atomic};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use tao_k8s::plan::Options;
+use tao_k8s::render::Templates;
+
+/// One snapshot as rendered: its file, header and body.
+struct Taken {
+    file: PathBuf,
+    request: String,
+    expression: String,
+    body: String,
+}
+
+impl Taken {
+    /// The file as insta writes it: a YAML header between `---` lines, then the body with
+    /// its trailing whitespace trimmed and one newline.
+    fn text(&self) -> String {
+        format!(
+            "---\nsource: {}\nexpression: {}\ninput_file: {}\n---\n{}\n",
+            scalar("tao-k8s snapshot"),
+            scalar(&self.expression),
+            scalar(&self.request),
+            normalize(&self.body)
+        )
+    }
+}
+
+/// A header value as insta's YAML reads it: plain when it can be, else a JSON string.
+fn scalar(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || " ._/-+=".contains(c))
+        && !text.starts_with([' ', '-'])
+        && !text.ends_with(' ');
+    if plain {
+        text.to_string()
+    } else {
+        serde_json::to_string(text).expect("a string serializes")
+    }
+}
+
+/// What insta compares: the body without trailing whitespace, with LF line ends.
+fn normalize(body: &str) -> String {
+    body.trim_end().replace("\r\n", "\n")
+}
+
+/// The body of a stored snapshot (insta's format: the part after the header's closing `---`
+/// line), normalized; `None` if the file is not a snapshot.
+fn stored_body(text: &str) -> Option<String> {
+    let rest = text.strip_prefix("---\n")?;
+    let end = rest.find("\n---\n")?;
+    Some(normalize(&rest[end + 5..]))
+}
+
+pub(crate) struct Args {
+    pub requests: Vec<PathBuf>,
+    pub snapshots: PathBuf,
+    pub templates: Option<PathBuf>,
+    pub update: bool,
+}
+
+pub(crate) fn run(out: &Reporter, args: Args, opts: Options, files: &Files) -> ExitCode {
+    let requests = match Requests::expand(&args.requests) {
+        Ok(r) => r,
+        Err(message) => return out.io_error(&message),
+    };
+    let owned = match read_templates(out, args.templates.as_deref()) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
+    let templates = owned.as_ref().unwrap_or(Templates::embedded());
+    let expression = match &args.templates {
+        Some(dir) => format!("tao-k8s render --templates {}", dir.display()),
+        None => "tao-k8s render".to_string(),
+    };
+    // Every request first: one refused request refuses the run, and nothing is written.
+    let mut taken: Vec<Taken> = Vec::new();
+    let mut refused = 0;
+    let mut stems: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for path in &requests.paths {
+        let mut opts = opts.clone();
+        let source = match read_request(out, path, &mut opts, files) {
+            Ok(source) => source,
+            Err(code) => return code,
+        };
+        let stem = if path.as_os_str() == "-" {
+            "stdin".to_string()
+        } else {
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        if let Some(other) = stems.insert(stem.clone(), path.clone()) {
+            return out.io_error(&format!(
+                "`{}` and `{}` would share the snapshot `{stem}.snap`: rename one",
+                other.display(),
+                path.display()
+            ));
+        }
+        let bundle = match tao_k8s::bundle(&source, &opts, templates) {
+            Ok(b) => b,
+            Err(failure) => {
+                report_refusal(out, &source, failure, files);
+                refused += 1;
+                continue;
+            }
+        };
+        let request = source.name().to_string();
+        taken.push(Taken {
+            file: args.snapshots.join(format!("{stem}.snap")),
+            request: request.clone(),
+            expression: expression.clone(),
+            body: bundle.job.yaml,
+        });
+        if let Some(probe) = bundle.probe {
+            taken.push(Taken {
+                file: args.snapshots.join(format!("{stem}.nccl-probe.snap")),
+                request,
+                expression: format!("{expression} --nccl-probe"),
+                body: probe.yaml,
+            });
+        }
+    }
+    if refused > 0 {
+        eprintln!("error: {refused} request(s) refused: no snapshot compared or written");
+        return ExitCode::from(REFUSED);
+    }
+
+    let (mut same, mut changed, mut new) = (0, 0, 0);
+    let mut diffs = String::new();
+    let mut writes: Vec<&Taken> = Vec::new();
+    for t in &taken {
+        let stored = match std::fs::read_to_string(&t.file) {
+            Ok(text) => match stored_body(&text) {
+                Some(body) => Some(body),
+                None => {
+                    return out.io_error(&format!(
+                        "`{}` is not a snapshot (insta's format: a `---` header, then the body)",
+                        t.file.display()
+                    ));
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                return out.io_error(&format!(
+                    "cannot read `{}`: {}",
+                    t.file.display(),
+                    io_reason(&e)
+                ));
+            }
+        };
+        let body = normalize(&t.body);
+        let old = match &stored {
+            Some(old) if *old == body => {
+                same += 1;
+                continue;
+            }
+            Some(old) => {
+                changed += 1;
+                old.as_str()
+            }
+            None => {
+                new += 1;
+                ""
+            }
+        };
+        let name = t.file.display().to_string();
+        let old = if stored.is_some() {
+            format!("{old}\n")
+        } else {
+            String::new()
+        };
+        let diff = similar::TextDiff::from_lines(&old, &format!("{body}\n"))
+            .unified_diff()
+            .context_radius(3)
+            .header(
+                &if stored.is_some() {
+                    name.clone()
+                } else {
+                    "/dev/null".into()
+                },
+                &format!("{name} (rendered from {})", t.request),
+            )
+            .to_string();
+        diffs.push_str(&diff);
+        writes.push(t);
+    }
+    // Stored snapshots that no request made: left alone, but said.
+    let made: Vec<&Path> = taken.iter().map(|t| t.file.as_path()).collect();
+    if let Ok(entries) = std::fs::read_dir(&args.snapshots) {
+        let mut stale: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "snap") && !made.contains(&p.as_path()))
+            .collect();
+        stale.sort();
+        for file in stale {
+            out.note(&format!("{} is no request's snapshot", file.display()));
+        }
+    }
+
+    let counts = format!("{same} unchanged, {changed} changed, {new} new");
+    if args.update {
+        if !writes.is_empty()
+            && let Err(e) = std::fs::create_dir_all(&args.snapshots)
+        {
+            return out.io_error(&format!(
+                "cannot create `{}`: {}",
+                args.snapshots.display(),
+                io_reason(&e)
+            ));
+        }
+        for t in &writes {
+            if let Err(message) = write_atomic(&t.file, &t.text()) {
+                return out.io_error(&message);
+            }
+        }
+        eprintln!("snapshots: {counts}; {} written", writes.len());
+        return ExitCode::SUCCESS;
+    }
+    if writes.is_empty() {
+        eprintln!("snapshots: {counts}");
+        return ExitCode::SUCCESS;
+    }
+    let code = emit(&diffs);
+    if code != ExitCode::SUCCESS {
+        return code;
+    }
+    eprintln!("snapshots: {counts}: review the diff, then run again with --update to accept it");
+    ExitCode::from(REFUSED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_reads_back_as_its_body() {
+        let t = Taken {
+            file: PathBuf::from("x.snap"),
+            request: "requests/a b.yaml".into(),
+            expression: "tao-k8s render".into(),
+            body: "---\nkind: Job\n---\nkind: Service\n".into(),
+        };
+        let text = t.text();
+        assert_eq!(
+            text,
+            "---\nsource: tao-k8s snapshot\nexpression: tao-k8s render\ninput_file: requests/a b.yaml\n---\n---\nkind: Job\n---\nkind: Service\n"
+        );
+        assert_eq!(
+            stored_body(&text).unwrap(),
+            "---\nkind: Job\n---\nkind: Service"
+        );
+        assert_eq!(scalar("a: b"), "\"a: b\"");
+        assert_eq!(scalar("-x"), "\"-x\"");
+        assert!(stored_body("kind: Job\n").is_none());
+    }
+}
