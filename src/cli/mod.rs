@@ -1,6 +1,7 @@
 //! The command line: clap definitions (their doc comments are the help), file and stdin
 //! reading, output, and exit codes: 0 clean, 1 refused input or findings, 2 usage or I/O error.
 
+mod krm;
 mod lint;
 mod plan;
 mod record;
@@ -260,6 +261,24 @@ probe). `cargo insta review` and `insta::assert_snapshot!` read the same files."
         #[arg(long, value_name = "DIR")]
         spec_root: Option<PathBuf>,
     },
+    /// A KRM function (kpt, kustomize exec generator or transformer): read a ResourceList on
+    /// stdin, replace its ActionRequest items by their verified objects, pass the other items
+    /// through, and report diagnostics as its results; exit 1 on an error.
+    #[command(after_help = "Examples:
+  kpt fn source requests/ | tao-k8s krm | kpt fn sink rendered/
+  kpt fn eval requests/ --exec \"tao-k8s krm --lint\"
+  (kustomize: see the README, \"In pipelines\")
+
+functionConfig (a ConfigMap) may set `data.namespace` and `data.kubeVersion`.")]
+    Krm {
+        /// Validate instead: items pass through unchanged; the lint's findings on them, and
+        /// the diagnostics of ActionRequest items, are the results.
+        #[arg(long)]
+        lint: bool,
+        /// A folder the requests may name files in (`command.config.spec`), besides their own.
+        #[arg(long, value_name = "DIR")]
+        spec_root: Option<PathBuf>,
+    },
     /// Print the template context of a request: the Plan every template receives.
     #[command(after_help = "Examples:
   tao-k8s plan request.yaml
@@ -443,6 +462,7 @@ pub fn run() -> ExitCode {
         } else {
             request::schema_text()
         }),
+        Command::Krm { lint, spec_root } => krm::run(&out, lint, spec_root),
         Command::Snapshot {
             requests,
             snapshots,
@@ -512,7 +532,7 @@ pub(crate) fn emit(text: &str) -> ExitCode {
 }
 
 /// Options from `--namespace` and `$TAO_K8S_NAMESPACE`; the rest default.
-fn options(namespace: Option<String>) -> Options {
+pub(crate) fn options(namespace: Option<String>) -> Options {
     Options {
         namespace,
         env_namespace: std::env::var("TAO_K8S_NAMESPACE").ok(),
