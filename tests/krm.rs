@@ -242,3 +242,37 @@ fn input_that_is_not_a_resource_list_is_a_usage_error() {
     assert_eq!(r.code, Some(0));
     assert_eq!(parse(&r.stdout)["items"], json!([]));
 }
+
+#[test]
+fn templates_apply_and_a_file_that_overrides_nothing_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let partial =
+        std::fs::read_to_string(Path::new(ROOT).join("templates/_container.yaml.j2")).unwrap();
+    std::fs::write(
+        dir.path().join("_container.yaml.j2"),
+        partial.replace(
+            "          image: {{ c.image }}\n",
+            "          image: {{ c.image }}\n          imagePullPolicy: \"Always\"\n",
+        ),
+    )
+    .unwrap();
+    let templates = dir.path().to_str().unwrap();
+    let r = krm(&["--templates", templates], &clean());
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let out = parse(&r.stdout);
+    assert_eq!(
+        out["items"][0]["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
+        "Always"
+    );
+
+    std::fs::write(dir.path().join("jobs.yaml.j2"), "kind: Job\n").unwrap();
+    let r = krm(&["--templates", templates], &clean());
+    assert_eq!(r.code, Some(1));
+    assert!(r.stdout.is_empty());
+    assert!(
+        r.stderr
+            .contains("`jobs.yaml.j2` in --templates overrides no template"),
+        "{}",
+        r.stderr
+    );
+}

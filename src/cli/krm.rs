@@ -25,7 +25,17 @@ const BOOKKEEPING: &[&str] = &[
     "config.k8s.io/",
 ];
 
-pub(crate) fn run(out: &Reporter, lint: bool, spec_root: Option<PathBuf>) -> ExitCode {
+pub(crate) fn run(
+    out: &Reporter,
+    lint: bool,
+    templates: Option<&Path>,
+    spec_root: Option<PathBuf>,
+) -> ExitCode {
+    let owned = match super::render::read_templates(out, templates) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
+    let templates = owned.as_ref().unwrap_or(Templates::embedded());
     let input = match read_source(Path::new("-")) {
         Ok(source) => source,
         Err(e) => return e.report(out),
@@ -54,7 +64,7 @@ pub(crate) fn run(out: &Reporter, lint: bool, spec_root: Option<PathBuf>) -> Exi
     for (index, item) in items.iter().enumerate() {
         if lint || !is_request(item) {
             if lint {
-                results.extend(lint_item(item, index));
+                results.extend(lint_item(item, index, templates));
             }
             output.push(Item {
                 text: texts.get(index).cloned().unwrap_or_else(|| yaml_json(item)),
@@ -74,7 +84,7 @@ pub(crate) fn run(out: &Reporter, lint: bool, spec_root: Option<PathBuf>) -> Exi
             read_named(&base, name, root.as_deref())
         }));
         let redactor = redactor_for(&source);
-        match tao_k8s::compile(&source, &opts, Templates::embedded()) {
+        match tao_k8s::compile(&source, &opts, templates) {
             Ok(compiled) => {
                 out.diagnostics(Some(&source), &compiled.warnings);
                 results.extend(
@@ -389,13 +399,13 @@ fn result(d: &Diagnostic, item: &Json, file: &File, redactor: &Redactor) -> Json
 
 /// `--lint`: the lint's findings on one item (a Kubernetes object; an ActionRequest is checked
 /// by compiling it), as results.
-fn lint_item(item: &Json, index: usize) -> Vec<Json> {
+fn lint_item(item: &Json, index: usize, templates: &Templates) -> Vec<Json> {
     let file = file_of(item);
     if is_request(item) {
         let (source, _) = request_source(item, index);
         let redactor = redactor_for(&source);
         let opts = super::options(None);
-        let diags = match tao_k8s::compile(&source, &opts, Templates::embedded()) {
+        let diags = match tao_k8s::compile(&source, &opts, templates) {
             Ok(c) => c.warnings,
             Err(f) => f.diagnostics().to_vec(),
         };

@@ -275,6 +275,9 @@ functionConfig (a ConfigMap) may set `data.namespace` and `data.kubeVersion`.")]
         /// the diagnostics of ActionRequest items, are the results.
         #[arg(long)]
         lint: bool,
+        /// A directory of templates (`*.j2`) that replace the embedded ones of the same name.
+        #[arg(long, value_name = "DIR")]
+        templates: Option<PathBuf>,
         /// A folder the requests may name files in (`command.config.spec`), besides their own.
         #[arg(long, value_name = "DIR")]
         spec_root: Option<PathBuf>,
@@ -462,7 +465,11 @@ pub fn run() -> ExitCode {
         } else {
             request::schema_text()
         }),
-        Command::Krm { lint, spec_root } => krm::run(&out, lint, spec_root),
+        Command::Krm {
+            lint,
+            templates,
+            spec_root,
+        } => krm::run(&out, lint, templates.as_deref(), spec_root),
         Command::Snapshot {
             requests,
             snapshots,
