@@ -106,6 +106,15 @@ fn stdin_and_other_extensions_are_requests_too() {
         .collect();
     assert_eq!(names, ["stdin-one", "ay", "bee"]);
 
+    // A folder of one request is still a List: a pipeline reads one shape.
+    let one = tempfile::tempdir().unwrap();
+    std::fs::write(one.path().join("a.yaml"), renamed("ay")).unwrap();
+    let r = run(tao().args(["render", "-o", "json"]).arg(one.path()));
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let list: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(list["kind"], "List");
+    assert_eq!(list["items"].as_array().unwrap().len(), 1);
+
     let twice = run(tao().args(["render", "-", "-"]));
     assert_eq!(twice.code, Some(2));
     assert!(twice.stderr.contains("`-` (stdin) can be read once"));

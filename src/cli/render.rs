@@ -342,7 +342,7 @@ pub(crate) fn render(
         }
         return ExitCode::from(REFUSED);
     }
-    let code = deliver(out, &done, output, &folders, files);
+    let code = deliver(out, &done, output, &folders, files, requests.many);
     if refused > 0 {
         eprintln!(
             "error: {refused} of {} requests refused; the others written (--keep-going)",
@@ -388,6 +388,7 @@ fn deliver(
     output: Output,
     folders: &[PathBuf],
     files: &Files,
+    many: bool,
 ) -> ExitCode {
     let good = || done.iter().flatten();
     if let Some(file) = &files.staging_map {
@@ -401,7 +402,7 @@ fn deliver(
     match output {
         Output::Manifests(format) => {
             let compiled: Vec<&Compiled> = good().map(|d| d.product.job()).collect();
-            emit(&manifests(&compiled, format))
+            emit(&manifests(&compiled, format, many))
         }
         Output::Stage(dir) => {
             let Some(d) = good().next() else {
@@ -476,16 +477,17 @@ fn create_dir(dir: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot create `{}`: {}", dir.display(), io_reason(&e)))
 }
 
-/// The verified objects of every request as one YAML stream, or as JSON (one object, or a
-/// `v1` List when there are several).
-pub(crate) fn manifests(compiled: &[&Compiled], format: Format) -> String {
+/// The verified objects of every request as one YAML stream, or as JSON: one object, or a
+/// `v1` List when there are several or `many` requests were asked for (a folder of one request
+/// still gives a List, so that a pipeline reads one shape).
+fn manifests(compiled: &[&Compiled], format: Format, many: bool) -> String {
     match format {
         Format::Yaml => compiled.iter().map(|c| c.yaml.as_str()).collect(),
         Format::Json => {
             let objects: Vec<&serde_json::Value> =
                 compiled.iter().flat_map(|c| &c.objects).collect();
             let value = match objects.as_slice() {
-                [one] => (*one).clone(),
+                [one] if !many => (*one).clone(),
                 many => serde_json::json!({"apiVersion": "v1", "kind": "List", "items": many}),
             };
             serde_json::to_string_pretty(&value).expect("JSON values serialize") + "\n"
