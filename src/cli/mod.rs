@@ -54,16 +54,18 @@ pub(crate) enum Format {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Render an action request as Kubernetes objects, verified, on stdout.
+    /// Render action requests (files, `-`, folders) as Kubernetes objects, verified, on stdout.
     #[command(after_help = "Examples:
   tao-k8s render request.yaml | kubectl apply -f -
+  tao-k8s render requests/ --keep-going | kubectl apply -f -
   tao-k8s render request.yaml -n vision --kube-version 1.30
   cat request.json | tao-k8s render - -o json
   tao-k8s render --nccl-probe request.yaml | kubectl apply -f -
 
 The namespace is --namespace, else the request's metadata.namespace, else $TAO_K8S_NAMESPACE,
-else `default`. Diagnostics go to stderr; nothing is printed on stdout unless the whole
-request compiles and every object passes its strict schema.")]
+else `default`. Diagnostics go to stderr; nothing is printed on stdout unless every request
+compiles and every object passes its strict schema (or, with --keep-going, for the requests
+that do; the exit code is still 1).")]
     Render {
         /// Request files (YAML or JSON), `-` for stdin, or folders: their *.yaml, *.yml and
         /// *.json files, sorted, not their subfolders.
