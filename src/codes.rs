@@ -1,7 +1,8 @@
 //! Every diagnostic code the project reports outside its lint rules, each with one meaning:
 //! the request's structure (TK00x) and its checks (TK01x), the lint's own reports (TK02x),
 //! options (TK03x), staging (TK04x), and the templates' output (TK09x). The lint rules carry
-//! their codes themselves (TK1xx redaction, TK2xx schema, TK3xx GPU jobs); a test in
+//! their codes themselves (TK1xx redaction, TK2xx schema, TK3xx GPU jobs, TK4xx what the API
+//! server refuses); a test in
 //! `lint::registry`, which sees both, checks that no code anywhere has two meanings.
 //! `tao-k8s explain` reads this table too.
 

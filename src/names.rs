@@ -172,6 +172,28 @@ pub fn is_env_name(s: &str) -> bool {
         && !s.starts_with("..")
 }
 
+/// IANA service name (`IANA_SVC_NAME`, the name of a container port): 1 to 15 of
+/// `[a-z0-9-]` with at least one letter, no `-` at either end and no `--`.
+pub fn is_port_name(s: &str) -> bool {
+    (1..=15).contains(&s.len())
+        && s.bytes().all(|b| is_lower_alnum(b) || b == b'-')
+        && s.bytes().any(|b| b.is_ascii_lowercase())
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+        && !s.contains("--")
+}
+
+/// Environment variable name as Kubernetes 1.32 and later accept it by default
+/// (RelaxedEnvironmentVariableValidation): printable ASCII but `=`, not empty.
+pub fn is_relaxed_env_name(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'=')
+}
+
+/// A name that is one segment of a URL path (RBAC objects): not `.` or `..`, no `/` or `%`.
+pub fn is_path_segment_name(s: &str) -> bool {
+    !s.is_empty() && s != "." && s != ".." && !s.contains(['/', '%'])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,6 +384,33 @@ mod tests {
             is_env_name,
             &good,
             &["", "1A", "A=B", "A B", "é", ".", "..", "..x"],
+        );
+    }
+
+    #[test]
+    fn port_env_and_path_segment_validators() {
+        let good = ["http", "a", "h2c", "metrics-9090", "x-y", &"a".repeat(15)];
+        let bad = [
+            "",
+            "9090",
+            "-http",
+            "http-",
+            "a--b",
+            "HTTP",
+            "a_b",
+            &"a".repeat(16),
+        ];
+        check(is_port_name, &good, &bad);
+        let good = ["FOO", "1A", "A B", "my var!", "~"];
+        check(
+            is_relaxed_env_name,
+            &good,
+            &["", "A=B", "A\tB", "é", "A\u{0}"],
+        );
+        check(
+            is_path_segment_name,
+            &["a", "a:b", "..a"],
+            &["", ".", "..", "a/b", "a%2F"],
         );
     }
 

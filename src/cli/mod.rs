@@ -185,7 +185,7 @@ Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O, or input th
         paths: Vec<PathBuf>,
         #[arg(long, value_enum, default_value_t = lint::LintFormat::Text)]
         format: lint::LintFormat,
-        /// Only these rules: codes, names or groups (redaction, schema, gpu), comma-separated,
+        /// Only these rules: codes, names or groups (redaction, schema, gpu, api), comma-separated,
         /// in any case.
         #[arg(long, value_delimiter = ',')]
         select: Vec<String>,

@@ -3,6 +3,7 @@
 //! the whole stream, for rules that relate objects) and reports findings at spanned nodes.
 //! Findings are diagnostics: the CLI renders them as text, JSON, SARIF or GitHub annotations.
 
+pub mod api;
 pub mod pods;
 pub mod registry;
 pub mod rules;
@@ -21,6 +22,8 @@ pub enum Group {
     Redaction,
     Schema,
     Gpu,
+    /// What the API server (or the kubelet) refuses in a well-typed object (TK4xx).
+    Api,
 }
 
 impl Group {
@@ -29,6 +32,7 @@ impl Group {
             Group::Redaction => "redaction",
             Group::Schema => "schema",
             Group::Gpu => "gpu",
+            Group::Api => "api",
         }
     }
 }

@@ -21,6 +21,11 @@ pub static RULES: &[&dyn Rule] = &[
     &JobNameLength,
     &GpuToleration,
     &Yaml11Boolean,
+    &AnnotationSyntax,
+    &ObjectSize,
+    &Toleration,
+    &ImageReference,
+    &NulByte,
 ];
 
 /// The rule with this code or kebab name, in any case (`tk101`, `Inline-Credential`).

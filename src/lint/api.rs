@@ -1,0 +1,148 @@
+//! What the rules of the `api` group (TK4xx) share: they check what the Kubernetes API server
+//! (or, where it says so, the kubelet) refuses in a well-typed object, so a manifest that passes
+//! the strict schema is not refused at `kubectl apply` time or left stuck at pod start. The
+//! rules walk the same parts of an object (its metadata and its templates' metadata, the pod
+//! spec and every container list), report at the offending node, and describe the syntax they
+//! expect in the same words; those parts live here. The name and label grammars are in
+//! `crate::names`, quantities in `crate::quantity`.
+
+use crate::lint::{Document, Finding, Findings, steps};
+use crate::yaml::{Node, Step, Value};
+
+/// How the rules describe a syntax they expect, after "must be".
+pub const DNS1123_LABEL: &str = "a DNS-1123 label: at most 63 lowercase letters, digits and `-`, starting and ending with a letter or digit";
+pub const DNS1035_LABEL: &str = "a DNS-1035 label: at most 63 lowercase letters, digits and `-`, starting with a letter and ending with a letter or digit";
+pub const DNS1123_SUBDOMAIN: &str = "a DNS-1123 subdomain: at most 253 lowercase letters, digits, `-` and `.`, each dot-separated part starting and ending with a letter or digit";
+pub const LABEL_KEY: &str = "a qualified name: an optional DNS-1123 subdomain prefix and `/`, then at most 63 letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit";
+pub const LABEL_VALUE: &str = "empty, or at most 63 letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit";
+pub const PORT_NAME: &str = "an IANA service name: at most 15 lowercase letters, digits and `-`, with at least one letter, not starting or ending with `-` and without `--`";
+
+/// Every container list of a pod spec; names are unique across all of them.
+pub const CONTAINER_LISTS: &[&str] = &["initContainers", "containers", "ephemeralContainers"];
+
+/// A string scalar.
+pub fn text(node: &Node) -> Option<&str> {
+    match &node.value {
+        Value::Str(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// An integer scalar.
+pub fn int(node: &Node) -> Option<i64> {
+    match node.value {
+        Value::Int(n) => Some(n),
+        _ => None,
+    }
+}
+
+/// The entries of a mapping (none for anything else).
+pub fn entries(node: &Node) -> &[(Node, Node)] {
+    match &node.value {
+        Value::Map(e) => e,
+        _ => &[],
+    }
+}
+
+/// The items of a sequence (none for anything else).
+pub fn items(node: &Node) -> &[Node] {
+    match &node.value {
+        Value::Seq(i) => i,
+        _ => &[],
+    }
+}
+
+/// `path` followed by dotted keys.
+pub fn under(path: &[Step], dotted: &str) -> Vec<Step> {
+    [path, &steps(dotted)].concat()
+}
+
+/// `path` followed by one key.
+pub fn key(path: &[Step], key: &str) -> Vec<Step> {
+    let mut p = path.to_vec();
+    p.push(Step::Key(key.to_string()));
+    p
+}
+
+/// `path` followed by one index.
+pub fn index(path: &[Step], i: usize) -> Vec<Step> {
+    let mut p = path.to_vec();
+    p.push(Step::Index(i));
+    p
+}
+
+/// Reports of one rule on one document, each message opening with the object it is about.
+pub struct Report<'d, 'a, 'o> {
+    pub doc: &'d Document<'a>,
+    out: &'o mut Findings,
+}
+
+impl<'d, 'a, 'o> Report<'d, 'a, 'o> {
+    pub fn new(doc: &'d Document<'a>, out: &'o mut Findings) -> Self {
+        Report { doc, out }
+    }
+
+    /// A finding at `node`, found at `path`.
+    pub fn at(&mut self, path: Vec<Step>, node: &Node, message: String, help: &str) {
+        self.out.push(Finding {
+            message: format!("{}: {message}", self.doc.label()),
+            help: (!help.is_empty()).then(|| help.to_string()),
+            path,
+            span: node.span.clone(),
+        });
+    }
+}
+
+/// The metadata of an object and of the templates it holds (a Job's or a controller's pod
+/// template, a CronJob's Job template and its pod template), with their paths: the API server
+/// validates every one of them as object metadata.
+pub fn metadatas<'a>(doc: &Document<'a>) -> Vec<(Vec<Step>, &'a Node)> {
+    let mut paths = vec![steps("metadata")];
+    if let Some(pod) = doc.pod_spec_path()
+        && pod.len() > 1
+    {
+        let mut template = pod[..pod.len() - 1].to_vec();
+        template.push(Step::Key("metadata".into()));
+        paths.push(template);
+    }
+    if doc.kind == "CronJob" {
+        paths.push(steps("spec.jobTemplate.metadata"));
+    }
+    paths
+        .into_iter()
+        .filter_map(|p| {
+            let node = doc.root.lookup(&p)?.1;
+            Some((p, node))
+        })
+        .collect()
+}
+
+/// Every container of the pod spec (init, main and ephemeral), with its path.
+pub fn all_containers<'a>(doc: &Document<'a>) -> Vec<(Vec<Step>, &'a Node)> {
+    crate::lint::pods::containers(doc, CONTAINER_LISTS)
+}
+
+/// A scalar as written, for messages: shortened to `max` characters, control characters
+/// escaped, and credential-shaped runs masked (a label value may hold a token by mistake).
+pub fn shown(node: &Node, max: usize) -> String {
+    shown_str(&crate::lint::pods::scalar_text(node), max)
+}
+
+/// [`shown`] for a string.
+pub fn shown_str(s: &str, max: usize) -> String {
+    let mut cut: String = s
+        .chars()
+        .take(max)
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect();
+    if s.chars().count() > max {
+        cut.push('…');
+    }
+    crate::secrets::redact(&cut).into_owned()
+}
