@@ -287,7 +287,7 @@ fn self_lint(source: &Source, stream: yaml::Stream) -> Result<(), Vec<Diagnostic
                     r.line
                 ),
             )
-            .help("a template produced this; fix the template (or the rule, if the rule is wrong)")
+            .help("the templates produced this from the request: if a request value ends up in the field named (a long argument list, say), change the request; otherwise fix the template (or the rule, if the rule is wrong)")
         })
         .collect();
     if lint_errors.is_empty() {

@@ -46,6 +46,8 @@ pub const COMPLETION_INDEX_FIELD: &str =
 pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
 /// The annotations of the staged spec's digest (on the ConfigMap and the pod).
 pub const CONFIG_SHA256_ANNOTATION: &str = "tao-k8s.io/config-sha256";
+/// The annotation of the Job that keeps the request's `metadata.name` whole.
+pub const REQUEST_NAME_ANNOTATION: &str = "tao-k8s.io/request-name";
 /// The annotation the driver script checks against the server's version.
 pub const MIN_KUBE_ANNOTATION: &str = "tao-k8s.io/min-kube-version";
 
@@ -589,7 +591,7 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
     let mut notes = Vec::new();
     let mut job_annotations = BTreeMap::new();
     if req.metadata.name != names.job {
-        job_annotations.insert("tao-k8s.io/request-name".into(), req.metadata.name.clone());
+        job_annotations.insert(REQUEST_NAME_ANNOTATION.into(), req.metadata.name.clone());
     }
     if spec.resources.gpus_per_node == 0 {
         job_annotations.insert("tao-k8s.io/gpu-scheduling".into(), "not-verified".into());

@@ -187,6 +187,7 @@ pub(super) fn check(req: &ActionRequest, tree: &Node) -> Vec<Diagnostic> {
     results_dir(&mut c, req);
     env(&mut c, req);
     naming(&mut c, req);
+    tolerations(&mut c, req);
     credentials_anywhere(&mut c, tree, &mut Vec::new());
     control_characters(&mut c, tree, &mut Vec::new());
     c.diags
@@ -351,6 +352,8 @@ fn image(c: &mut Checker, image: &str, at: &[Step]) {
         (path.is_empty() || path.bytes().any(|b| b.is_ascii_uppercase()))
             .then(|| format!("`{repo}` is not a valid repository name (lowercase letters, digits, `.`, `_`, `-`, `/`)"))
     });
+    // The grammar the kubelet parses references with (a tag such as `---` is refused there).
+    let problem = problem.or_else(|| crate::lint::rules::image_reference::problem(image));
     if let Some(problem) = problem {
         c.error(
             IMAGE,
@@ -759,6 +762,7 @@ fn is_shell_variable(name: &str) -> bool {
 }
 
 fn naming(c: &mut Checker, req: &ActionRequest) {
+    use crate::lint::rules::annotation_syntax::MAX_ANNOTATIONS_BYTES;
     let md = &req.metadata;
     if md.name.trim().is_empty() {
         c.error(
@@ -767,6 +771,20 @@ fn naming(c: &mut Checker, req: &ActionRequest) {
             "`metadata.name` is empty".into(),
             "expected a name",
             None,
+        );
+    }
+    // The whole name is kept in an annotation of the Job (object names are cut to fit).
+    let annotation = crate::plan::REQUEST_NAME_ANNOTATION;
+    if md.name.len() + annotation.len() > MAX_ANNOTATIONS_BYTES {
+        c.error(
+            NAME,
+            &path("metadata.name"),
+            format!(
+                "`metadata.name` has {} bytes: the Job keeps it whole in its annotation `{annotation}`, and the API server accepts at most {MAX_ANNOTATIONS_BYTES} bytes of annotations on an object",
+                md.name.len()
+            ),
+            "too long",
+            Some("use a short name; put long descriptions in a file the action reads".into()),
         );
     }
     if let Some(ns) = &md.namespace
@@ -859,6 +877,33 @@ fn naming(c: &mut Checker, req: &ActionRequest) {
                 "not a DNS-1123 subdomain",
                 None,
             );
+        }
+    }
+}
+
+/// The tolerations are copied into the pod spec: what the API server refuses there (and the
+/// lint's `toleration` rule reports) is refused here, at the request's field.
+fn tolerations(c: &mut Checker, req: &ActionRequest) {
+    use crate::lint::rules::toleration::{Fields, problems};
+    for (i, t) in req.spec.scheduling.tolerations.iter().enumerate() {
+        let operator = t.operator.map(|o| format!("{o:?}"));
+        let effect = t.effect.map(|e| format!("{e:?}"));
+        let fields = Fields {
+            key: t.key.as_deref(),
+            operator: operator.as_deref(),
+            value: t.value.as_deref(),
+            effect: effect.as_deref(),
+            seconds: t.toleration_seconds,
+        };
+        let at = with(path("spec.scheduling.tolerations"), i);
+        for p in problems(fields) {
+            let field = if c.tree.lookup(&with(at.clone(), p.field)).is_some() {
+                with(at.clone(), p.field)
+            } else {
+                at.clone()
+            };
+            let help = (!p.help.is_empty()).then(|| p.help.to_string());
+            c.error(INVALID_VALUE, &field, p.message, "invalid toleration", help);
         }
     }
 }
