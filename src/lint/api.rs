@@ -128,9 +128,11 @@ pub fn shown(node: &Node, max: usize) -> String {
     shown_str(&crate::lint::pods::scalar_text(node), max)
 }
 
-/// [`shown`] for a string.
+/// [`shown`] for a string. Masked before it is cut, so that a cut credential is still
+/// recognised.
 pub fn shown_str(s: &str, max: usize) -> String {
-    let mut cut: String = s
+    let masked = crate::secrets::redact(s);
+    let mut cut: String = masked
         .chars()
         .take(max)
         .flat_map(|c| {
@@ -141,8 +143,8 @@ pub fn shown_str(s: &str, max: usize) -> String {
             }
         })
         .collect();
-    if s.chars().count() > max {
+    if masked.chars().count() > max {
         cut.push('…');
     }
-    crate::secrets::redact(&cut).into_owned()
+    cut
 }

@@ -21,11 +21,20 @@ pub static RULES: &[&dyn Rule] = &[
     &JobNameLength,
     &GpuToleration,
     &Yaml11Boolean,
+    &ObjectName,
+    &LabelSyntax,
     &AnnotationSyntax,
     &ObjectSize,
+    &ContainerNames,
+    &ContainerPorts,
+    &EnvVarName,
+    &ResourceQuantities,
+    &Volumes,
     &Toleration,
     &ImageReference,
     &NulByte,
+    &JobSpec,
+    &ServiceSpec,
 ];
 
 /// The rule with this code or kebab name, in any case (`tk101`, `Inline-Credential`).

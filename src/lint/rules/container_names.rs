@@ -1,0 +1,70 @@
+use crate::lint::api::{DNS1123_LABEL, Report, all_containers, key, shown, text};
+use crate::lint::{Document, Findings, Rule};
+use std::collections::HashMap;
+
+crate::rule! {
+    /// What it checks: the `name` of every container of a pod spec (init, main and
+    /// ephemeral containers): present, a DNS-1123 label (at most 63 lowercase letters,
+    /// digits and `-`, starting and ending with a letter or digit), and unique across all
+    /// three lists.
+    ///
+    /// Why it matters: the API server refuses the pod, or the Job or Deployment whose
+    /// template holds it. Two containers of one name usually come from a copied block (an
+    /// init container and the main container both called `tao`), and `kubectl logs -c`
+    /// could not tell them apart.
+    ///
+    /// Example: a container named `Trainer_1`, or an init container and a container both
+    /// named `main`.
+    ///
+    /// Fix: give each container its own lowercase name (`fetch-data`, `train`).
+    pub struct ContainerNames {
+        code: "TK405",
+        name: "container-names",
+        group: Api,
+        severity: Error,
+    }
+}
+
+impl Rule for ContainerNames {
+    fn check(&self, doc: &Document, out: &mut Findings) {
+        let mut report = Report::new(doc, out);
+        let mut seen: HashMap<&str, String> = HashMap::new();
+        for (path, container) in all_containers(doc) {
+            let Some(node) = container.get("name") else {
+                report.at(
+                    path,
+                    container,
+                    "a container has no `name`".into(),
+                    "name it, e.g. `train`",
+                );
+                continue;
+            };
+            let Some(name) = text(node) else {
+                continue;
+            };
+            if !crate::names::is_dns1123_label(name) {
+                report.at(
+                    key(&path, "name"),
+                    node,
+                    format!(
+                        "container name `{}` must be {DNS1123_LABEL}",
+                        shown(node, 80)
+                    ),
+                    "",
+                );
+            } else if let Some(first) = seen.get(name) {
+                let message = format!(
+                    "container name `{name}` is used twice in the pod (first at `{first}`)"
+                );
+                report.at(
+                    key(&path, "name"),
+                    node,
+                    message,
+                    "give each container of the pod its own name",
+                );
+            } else {
+                seen.insert(name, crate::yaml::display_path(&path));
+            }
+        }
+    }
+}

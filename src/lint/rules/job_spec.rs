@@ -1,0 +1,138 @@
+use crate::lint::api::{Report, int, key, text};
+use crate::lint::pods::{is_indexed, job_spec};
+use crate::lint::{Document, Findings, Rule};
+
+/// The largest parallelism of an Indexed Job.
+const MAX_INDEXED_PARALLELISM: i64 = 100_000;
+
+crate::rule! {
+    /// What it checks: the Job spec of a Job (or of a CronJob's Job template), as the API
+    /// server validates it: `parallelism`, `completions`, `backoffLimit`,
+    /// `activeDeadlineSeconds`, `ttlSecondsAfterFinished`, `backoffLimitPerIndex` and
+    /// `maxFailedIndexes` are not negative; `completionMode` is `NonIndexed` or `Indexed`;
+    /// an Indexed Job sets `completions` and has a `parallelism` of at most 100000;
+    /// `backoffLimitPerIndex` and `maxFailedIndexes` need an Indexed Job, and
+    /// `maxFailedIndexes` needs `backoffLimitPerIndex`; with a `podFailurePolicy` the pod
+    /// template's `restartPolicy` is `Never`. (A missing or `Always` restart policy is
+    /// `job-restart-policy`, TK303.)
+    ///
+    /// Why it matters: the API server refuses the Job, so nothing runs. An Indexed Job
+    /// without `completions` is the usual slip when turning a single-pod Job into a
+    /// multi-node one.
+    ///
+    /// Example: `completionMode: Indexed` without `completions`, `backoffLimit: -1`, or a
+    /// `podFailurePolicy` with `restartPolicy: OnFailure`.
+    ///
+    /// Fix: `completions` (and `parallelism`) equal to the number of nodes for an Indexed
+    /// Job; non-negative counts; `restartPolicy: Never` with a pod failure policy.
+    pub struct JobSpec {
+        code: "TK413",
+        name: "job-spec",
+        group: Api,
+        severity: Error,
+    }
+}
+
+impl Rule for JobSpec {
+    fn check(&self, doc: &Document, out: &mut Findings) {
+        let Some((path, spec)) = job_spec(doc) else {
+            return;
+        };
+        let mut report = Report::new(doc, out);
+        for field in [
+            "parallelism",
+            "completions",
+            "backoffLimit",
+            "activeDeadlineSeconds",
+            "ttlSecondsAfterFinished",
+            "backoffLimitPerIndex",
+            "maxFailedIndexes",
+        ] {
+            if let Some(node) = spec.get(field)
+                && let Some(n) = int(node)
+                && n < 0
+            {
+                report.at(
+                    key(&path, field),
+                    node,
+                    format!("`{field}: {n}` must not be negative"),
+                    "",
+                );
+            }
+        }
+        let mode = spec.entry("completionMode");
+        if let Some((_, node)) = mode
+            && let Some(m) = text(node)
+            && m != "Indexed"
+            && m != "NonIndexed"
+        {
+            report.at(
+                key(&path, "completionMode"),
+                node,
+                format!("`completionMode: {m}` is not supported: `NonIndexed` or `Indexed`"),
+                "",
+            );
+        }
+        let indexed = is_indexed(spec);
+        if indexed {
+            if spec
+                .get("completions")
+                .is_none_or(|c| matches!(c.value, crate::yaml::Value::Null))
+                && let Some((k, _)) = mode
+            {
+                report.at(
+                    key(&path, "completionMode"),
+                    k,
+                    "an Indexed Job must set `completions`: one index per completion".into(),
+                    "set `completions` (and `parallelism`) to the number of pods, e.g. the number of nodes",
+                );
+            }
+            if let Some(node) = spec.get("parallelism")
+                && let Some(n) = int(node)
+                && n > MAX_INDEXED_PARALLELISM
+            {
+                report.at(
+                    key(&path, "parallelism"),
+                    node,
+                    format!("`parallelism: {n}` is over {MAX_INDEXED_PARALLELISM}, the most an Indexed Job accepts"),
+                    "",
+                );
+            }
+        } else {
+            for field in ["backoffLimitPerIndex", "maxFailedIndexes"] {
+                if let Some((k, _)) = spec.entry(field) {
+                    report.at(
+                        key(&path, field),
+                        k,
+                        format!("`{field}` needs `completionMode: Indexed`"),
+                        "",
+                    );
+                }
+            }
+        }
+        if let Some((k, _)) = spec.entry("maxFailedIndexes")
+            && indexed
+            && spec.get("backoffLimitPerIndex").is_none()
+        {
+            report.at(
+                key(&path, "maxFailedIndexes"),
+                k,
+                "`maxFailedIndexes` needs `backoffLimitPerIndex`".into(),
+                "",
+            );
+        }
+        if spec.get("podFailurePolicy").is_some()
+            && let Some(pod) = doc.pod_spec_path()
+            && let Some((_, node)) = doc.root.lookup(&key(&pod, "restartPolicy"))
+            && let Some(policy) = text(node)
+            && policy == "OnFailure"
+        {
+            report.at(
+                key(&pod, "restartPolicy"),
+                node,
+                "a Job with a `podFailurePolicy` must have `restartPolicy: Never` in its pod template".into(),
+                "set `restartPolicy: Never`: the policy judges failed pods, which OnFailure never leaves",
+            );
+        }
+    }
+}

@@ -1,0 +1,126 @@
+use crate::lint::api::{Report, all_containers, entries, key, shown, under};
+use crate::lint::{Document, Findings, Rule};
+use crate::quantity;
+use crate::yaml::{Node, Step, Value, key_text};
+
+crate::rule! {
+    /// What it checks: the `resources` of every container: each request and limit is a
+    /// valid quantity (`500m`, `64Gi`, `2`) and not negative; a request is at most the limit
+    /// of the same resource; an extended resource (a name with a domain outside
+    /// `kubernetes.io`, such as `nvidia.com/gpu`) is a whole number, is requested only with a
+    /// limit, and its request equals its limit (extended resources cannot be overcommitted).
+    ///
+    /// Why it matters: the API server refuses the pod, or the Job whose template holds it
+    /// (`must be less than or equal to memory limit`, `must be equal to nvidia.com/gpu
+    /// limit`, `must be an integer`). A GPU request of `0.5` or a memory request raised
+    /// without its limit are the usual slips.
+    ///
+    /// Example: `requests: {memory: 64Gi}` with `limits: {memory: 32Gi}`;
+    /// `requests: {nvidia.com/gpu: 8}` with `limits: {nvidia.com/gpu: 4}`;
+    /// `limits: {nvidia.com/gpu: 0.5}`.
+    ///
+    /// Fix: raise the limit or lower the request; give extended resources whole numbers and
+    /// the same request and limit (or the limit alone: the request then defaults to it).
+    pub struct ResourceQuantities {
+        code: "TK408",
+        name: "resource-quantities",
+        group: Api,
+        severity: Error,
+    }
+}
+
+/// Extended resources: a domain-prefixed name outside `kubernetes.io` (not `requests.`).
+fn is_extended(name: &str) -> bool {
+    name.contains('/') && !name.contains("kubernetes.io/") && !name.starts_with("requests.")
+}
+
+/// The value of a quantity node (`None` if it is not one).
+fn value(node: &Node) -> Option<f64> {
+    match &node.value {
+        Value::Int(n) => Some(*n as f64),
+        Value::Float(f) => Some(*f),
+        Value::Str(s) => quantity::parse(s),
+        _ => None,
+    }
+}
+
+/// The quantities of `resources.<list>` that are valid, with their paths and values; the
+/// others are reported.
+fn valid<'n>(
+    report: &mut Report,
+    path: &[Step],
+    list: &str,
+    entries: &'n [(Node, Node)],
+) -> Vec<(String, Vec<Step>, &'n Node, f64)> {
+    let mut out = Vec::new();
+    for (k, v) in entries {
+        let name = key_text(k);
+        let at = key(&under(path, &format!("resources.{list}")), &name);
+        let Some(q) = value(v) else {
+            if !matches!(v.value, Value::Null) {
+                let message = format!(
+                    "{list} `{name}: {}` is not a quantity (like `500m`, `64Gi` or `2`)",
+                    shown(v, 40)
+                );
+                report.at(at, v, message, "");
+            }
+            continue;
+        };
+        if q < 0.0 {
+            report.at(
+                at,
+                v,
+                format!("{list} `{name}: {}` is negative", shown(v, 40)),
+                "",
+            );
+        } else if is_extended(&name) && q.fract() != 0.0 {
+            let message = format!(
+                "{list} `{name}: {}` must be a whole number: `{name}` is an extended resource, counted in units",
+                shown(v, 40)
+            );
+            report.at(at, v, message, "");
+        } else {
+            out.push((name, at, v, q));
+        }
+    }
+    out
+}
+
+impl Rule for ResourceQuantities {
+    fn check(&self, doc: &Document, out: &mut Findings) {
+        let mut report = Report::new(doc, out);
+        for (path, container) in all_containers(doc) {
+            let Some(resources) = container.get("resources") else {
+                continue;
+            };
+            let limits = resources.get("limits").map(entries).unwrap_or_default();
+            let requests = resources.get("requests").map(entries).unwrap_or_default();
+            let limits = valid(&mut report, &path, "limits", limits);
+            let requests = valid(&mut report, &path, "requests", requests);
+            for (name, at, node, request) in requests {
+                let limit = limits.iter().find(|(n, ..)| *n == name);
+                match limit {
+                    None if is_extended(&name) => report.at(
+                        at,
+                        node,
+                        format!("`{name}` is requested without a limit: extended resources cannot be overcommitted, so the limit must be set"),
+                        "set the same value under `limits` (or the limit alone: the request defaults to it)",
+                    ),
+                    Some((_, _, l, limit)) if is_extended(&name) && request != *limit => report.at(
+                        at,
+                        node,
+                        format!("the `{name}` request ({}) must equal its limit ({}): extended resources cannot be overcommitted", shown(node, 20), shown(l, 20)),
+                        "use the same value in `requests` and `limits`",
+                    ),
+                    Some((_, _, l, limit)) if request > *limit => report.at(
+                        at,
+                        node,
+                        format!("the `{name}` request ({}) is above its limit ({})", shown(node, 20), shown(l, 20)),
+                        "raise the limit or lower the request",
+                    ),
+                    _ => {}
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,194 @@
+use crate::lint::api::{DNS1123_LABEL, Report, all_containers, index, items, key, shown, text};
+use crate::lint::{Document, Findings, Rule};
+use crate::yaml::key_text;
+use std::collections::{HashMap, HashSet};
+
+/// Every volume source of a pod's `volumes` entries.
+const SOURCES: &[&str] = &[
+    "hostPath",
+    "emptyDir",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "gitRepo",
+    "secret",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "persistentVolumeClaim",
+    "rbd",
+    "flexVolume",
+    "cinder",
+    "cephfs",
+    "flocker",
+    "downwardAPI",
+    "fc",
+    "azureFile",
+    "configMap",
+    "vsphereVolume",
+    "quobyte",
+    "azureDisk",
+    "photonPersistentDisk",
+    "projected",
+    "portworxVolume",
+    "scaleIO",
+    "storageos",
+    "csi",
+    "ephemeral",
+    "image",
+];
+
+crate::rule! {
+    /// What it checks: a pod spec's `volumes` and every container's `volumeMounts`, as the
+    /// API server validates them: each volume has a `name` that is a DNS-1123 label, unique
+    /// in the pod, and at most one source (`persistentVolumeClaim`, `emptyDir`, `nfs`,
+    /// `configMap`…; a volume with none becomes an `emptyDir`, which is fine); each mount
+    /// names a volume of the pod, has a `mountPath`, not used twice in one container, and a
+    /// `subPath` that is relative and never goes up (`..`).
+    ///
+    /// Why it matters: the API server refuses the pod, or the Job whose template holds it.
+    /// A mount whose volume was renamed, or a volume given both `emptyDir` and
+    /// `persistentVolumeClaim` when editing, are the usual slips.
+    ///
+    /// Example: `volumeMounts: [{name: data, mountPath: /data}]` with no volume `data`;
+    /// `volumes: [{name: cache, emptyDir: {}, persistentVolumeClaim: {claimName: c}}]`.
+    ///
+    /// Fix: name the volume as the mount does; keep one source per volume; mount each path
+    /// once.
+    pub struct Volumes {
+        code: "TK409",
+        name: "volumes",
+        group: Api,
+        severity: Error,
+    }
+}
+
+impl Rule for Volumes {
+    fn check(&self, doc: &Document, out: &mut Findings) {
+        let Some((pod, spec)) = doc.pod_spec() else {
+            return;
+        };
+        let mut report = Report::new(doc, out);
+        let mut declared: HashMap<&str, ()> = HashMap::new();
+        for (i, volume) in spec
+            .get("volumes")
+            .map(items)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            let at = index(&key(&pod, "volumes"), i);
+            match volume.get("name") {
+                None => report.at(at.clone(), volume, "a volume has no `name`".into(), ""),
+                Some(node) => {
+                    if let Some(name) = text(node) {
+                        if !crate::names::is_dns1123_label(name) {
+                            report.at(
+                                key(&at, "name"),
+                                node,
+                                format!(
+                                    "volume name `{}` must be {DNS1123_LABEL}",
+                                    shown(node, 80)
+                                ),
+                                "",
+                            );
+                        } else if declared.insert(name, ()).is_some() {
+                            report.at(
+                                key(&at, "name"),
+                                node,
+                                format!("volume name `{name}` is used twice in the pod"),
+                                "give each volume its own name",
+                            );
+                        }
+                    }
+                }
+            }
+            let sources: Vec<_> = crate::lint::api::entries(volume)
+                .iter()
+                .filter(|(k, _)| SOURCES.contains(&key_text(k).as_str()))
+                .collect();
+            if let Some((second, _)) = sources.get(1) {
+                let names: Vec<String> = sources
+                    .iter()
+                    .map(|(k, _)| format!("`{}`", key_text(k)))
+                    .collect();
+                report.at(
+                    key(&at, &key_text(second)),
+                    second,
+                    format!(
+                        "a volume has one source, this one has {}: {}",
+                        sources.len(),
+                        names.join(", ")
+                    ),
+                    "keep one source; mount another volume for the other",
+                );
+            }
+        }
+        for (path, container) in all_containers(doc) {
+            let mut paths = HashSet::new();
+            for (i, mount) in container
+                .get("volumeMounts")
+                .map(items)
+                .unwrap_or_default()
+                .iter()
+                .enumerate()
+            {
+                let at = index(&key(&path, "volumeMounts"), i);
+                if let Some(node) = mount.get("name")
+                    && let Some(name) = text(node)
+                    && !declared.contains_key(name)
+                {
+                    let message = format!(
+                        "the mount names volume `{}`, which the pod does not declare in `volumes`",
+                        shown(node, 80)
+                    );
+                    report.at(
+                        key(&at, "name"),
+                        node,
+                        message,
+                        "add the volume to `volumes`, or fix the name",
+                    );
+                }
+                match mount.get("mountPath") {
+                    None => report.at(
+                        at.clone(),
+                        mount,
+                        "a volume mount has no `mountPath`".into(),
+                        "",
+                    ),
+                    Some(node) => {
+                        if let Some(p) = text(node) {
+                            if p.is_empty() {
+                                report.at(
+                                    key(&at, "mountPath"),
+                                    node,
+                                    "`mountPath` is empty".into(),
+                                    "",
+                                );
+                            } else if !paths.insert(p) {
+                                report.at(
+                                    key(&at, "mountPath"),
+                                    node,
+                                    format!(
+                                        "`{}` is mounted twice in this container",
+                                        shown(node, 80)
+                                    ),
+                                    "mount each path once",
+                                );
+                            }
+                        }
+                    }
+                }
+                if let Some(node) = mount.get("subPath")
+                    && let Some(sub) = text(node)
+                    && (sub.starts_with('/') || sub.split('/').any(|part| part == ".."))
+                {
+                    let message = format!(
+                        "`subPath: {}` must be a relative path that does not go up (`..`)",
+                        shown(node, 80)
+                    );
+                    report.at(key(&at, "subPath"), node, message, "");
+                }
+            }
+        }
+    }
+}
