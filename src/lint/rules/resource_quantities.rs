@@ -7,20 +7,17 @@ crate::rule! {
     /// What it checks: the `resources` of every container: each request and limit is a
     /// valid quantity (`500m`, `64Gi`, `2`) and not negative; a request is at most the limit
     /// of the same resource; an extended resource (a name with a domain outside
-    /// `kubernetes.io`, such as `nvidia.com/gpu`) is a whole number, is requested only with a
-    /// limit, and its request equals its limit (extended resources cannot be overcommitted).
+    /// `kubernetes.io`, such as `nvidia.com/gpu`) is a whole number. (That an extended
+    /// resource's request equals its limit is `gpu-limit`, TK301.)
     ///
     /// Why it matters: the API server refuses the pod, or the Job whose template holds it
-    /// (`must be less than or equal to memory limit`, `must be equal to nvidia.com/gpu
-    /// limit`, `must be an integer`). A GPU request of `0.5` or a memory request raised
+    /// (`must be less than or equal to memory limit`, `must be an integer`). A GPU limit of `0.5` or a memory request raised
     /// without its limit are the usual slips.
     ///
     /// Example: `requests: {memory: 64Gi}` with `limits: {memory: 32Gi}`;
-    /// `requests: {nvidia.com/gpu: 8}` with `limits: {nvidia.com/gpu: 4}`;
-    /// `limits: {nvidia.com/gpu: 0.5}`.
+    /// `limits: {nvidia.com/gpu: 0.5}`; `memory: 64GB` (not a quantity: `64G` or `64Gi`).
     ///
-    /// Fix: raise the limit or lower the request; give extended resources whole numbers and
-    /// the same request and limit (or the limit alone: the request then defaults to it).
+    /// Fix: raise the limit or lower the request; give extended resources whole numbers.
     pub struct ResourceQuantities {
         code: "TK408",
         name: "resource-quantities",
@@ -99,26 +96,21 @@ impl Rule for ResourceQuantities {
             let requests = valid(&mut report, &path, "requests", requests);
             for (name, at, node, request) in requests {
                 let limit = limits.iter().find(|(n, ..)| *n == name);
-                match limit {
-                    None if is_extended(&name) => report.at(
+                // Extended resources (request equal to the limit) are `gpu-limit`'s (TK301).
+                if let Some((_, _, l, limit)) = limit
+                    && !is_extended(&name)
+                    && request > *limit
+                {
+                    report.at(
                         at,
                         node,
-                        format!("`{name}` is requested without a limit: extended resources cannot be overcommitted, so the limit must be set"),
-                        "set the same value under `limits` (or the limit alone: the request defaults to it)",
-                    ),
-                    Some((_, _, l, limit)) if is_extended(&name) && request != *limit => report.at(
-                        at,
-                        node,
-                        format!("the `{name}` request ({}) must equal its limit ({}): extended resources cannot be overcommitted", shown(node, 20), shown(l, 20)),
-                        "use the same value in `requests` and `limits`",
-                    ),
-                    Some((_, _, l, limit)) if request > *limit => report.at(
-                        at,
-                        node,
-                        format!("the `{name}` request ({}) is above its limit ({})", shown(node, 20), shown(l, 20)),
+                        format!(
+                            "the `{name}` request ({}) is above its limit ({})",
+                            shown(node, 20),
+                            shown(l, 20)
+                        ),
                         "raise the limit or lower the request",
-                    ),
-                    _ => {}
+                    );
                 }
             }
         }
