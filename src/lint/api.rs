@@ -8,6 +8,7 @@
 
 use crate::lint::{Document, Finding, Findings, steps};
 use crate::yaml::{Node, Step, Value};
+use std::rc::Rc;
 
 /// How the rules describe a syntax they expect, after "must be".
 pub const DNS1123_LABEL: &str = "a DNS-1123 label: at most 63 lowercase letters, digits and `-`, starting and ending with a letter or digit";
@@ -117,9 +118,49 @@ pub fn metadatas<'a>(doc: &Document<'a>) -> Vec<(Vec<Step>, &'a Node)> {
         .collect()
 }
 
-/// Every container of the pod spec (init, main and ephemeral), with its path.
-pub fn all_containers<'a>(doc: &Document<'a>) -> Vec<(Vec<Step>, &'a Node)> {
-    crate::lint::pods::containers(doc, CONTAINER_LISTS)
+/// Where a container of a pod spec is; made into a path only when a finding needs one, since
+/// every rule about containers walks every container of every object.
+#[derive(Debug, Clone)]
+pub struct ContainerPath {
+    pod: Rc<[Step]>,
+    list: &'static str,
+    index: usize,
+}
+
+impl ContainerPath {
+    /// `<pod spec>.<list>[<index>]`
+    pub fn get(&self) -> Vec<Step> {
+        let mut p = self.pod.to_vec();
+        p.push(Step::Key(self.list.to_string()));
+        p.push(Step::Index(self.index));
+        p
+    }
+}
+
+/// Every container of the pod spec (init, main and ephemeral), with where it is.
+pub fn all_containers<'a>(doc: &Document<'a>) -> Vec<(ContainerPath, &'a Node)> {
+    let Some((pod, spec)) = doc.pod_spec() else {
+        return Vec::new();
+    };
+    let pod: Rc<[Step]> = pod.into();
+    let mut out = Vec::new();
+    for &list in CONTAINER_LISTS {
+        for (index, container) in spec
+            .get(list)
+            .map(items)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            let at = ContainerPath {
+                pod: pod.clone(),
+                list,
+                index,
+            };
+            out.push((at, container));
+        }
+    }
+    out
 }
 
 /// A scalar as written, for messages: shortened to `max` characters, control characters

@@ -2,7 +2,7 @@ use crate::lint::api::{LABEL_KEY, Report, entries, key, metadatas, shown};
 use crate::lint::pods::scalar_text;
 use crate::lint::{Document, Findings, Rule};
 use crate::names::is_qualified_name;
-use crate::yaml::{Step, key_text};
+use crate::yaml::{Step, Value, key_text};
 
 /// The most bytes all annotations of one object (keys and values) may hold.
 pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
@@ -46,7 +46,11 @@ impl Rule for AnnotationSyntax {
             let mut total = 0;
             for (k, v) in entries(annotations) {
                 let name = key_text(k);
-                total += name.len() + scalar_text(v).len();
+                total += name.len()
+                    + match &v.value {
+                        Value::Str(s) => s.len(),
+                        _ => scalar_text(v).len(),
+                    };
                 if !is_qualified_name(&name.to_ascii_lowercase()) {
                     let mut p = path.clone();
                     p.push(Step::Key(name.clone()));

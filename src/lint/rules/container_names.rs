@@ -28,11 +28,13 @@ crate::rule! {
 impl Rule for ContainerNames {
     fn check(&self, doc: &Document, out: &mut Findings) {
         let mut report = Report::new(doc, out);
-        let mut seen: HashMap<&str, String> = HashMap::new();
-        for (path, container) in all_containers(doc) {
+        let containers = all_containers(doc);
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (i, (path, container)) in containers.iter().enumerate() {
+            let container = *container;
             let Some(node) = container.get("name") else {
                 report.at(
-                    path,
+                    path.get(),
                     container,
                     "a container has no `name`".into(),
                     "name it, e.g. `train`",
@@ -44,7 +46,7 @@ impl Rule for ContainerNames {
             };
             if !crate::names::is_dns1123_label(name) {
                 report.at(
-                    key(&path, "name"),
+                    key(&path.get(), "name"),
                     node,
                     format!(
                         "container name `{}` must be {DNS1123_LABEL}",
@@ -52,18 +54,19 @@ impl Rule for ContainerNames {
                     ),
                     "",
                 );
-            } else if let Some(first) = seen.get(name) {
+            } else if let Some(&first) = seen.get(name) {
+                let first = crate::yaml::display_path(&containers[first].0.get());
                 let message = format!(
                     "container name `{name}` is used twice in the pod (first at `{first}`)"
                 );
                 report.at(
-                    key(&path, "name"),
+                    key(&path.get(), "name"),
                     node,
                     message,
                     "give each container of the pod its own name",
                 );
             } else {
-                seen.insert(name, crate::yaml::display_path(&path));
+                seen.insert(name, i);
             }
         }
     }

@@ -38,10 +38,10 @@ impl Rule for ContainerPorts {
             };
             let mut names = HashSet::new();
             for (i, port) in items(ports).iter().enumerate() {
-                let at = index(&key(&path, "ports"), i);
+                let at = || index(&key(&path.get(), "ports"), i);
                 match port.get("containerPort") {
                     None => report.at(
-                        at.clone(),
+                        at(),
                         port,
                         "a container port has no `containerPort`".into(),
                         "",
@@ -51,7 +51,7 @@ impl Rule for ContainerPorts {
                             && !(1..=65535).contains(&n)
                         {
                             report.at(
-                                key(&at, "containerPort"),
+                                key(&at(), "containerPort"),
                                 node,
                                 format!("`containerPort: {n}` is not in 1-65535"),
                                 "",
@@ -65,7 +65,7 @@ impl Rule for ContainerPorts {
                     && !(1..=65535).contains(&n)
                 {
                     report.at(
-                        key(&at, "hostPort"),
+                        key(&at(), "hostPort"),
                         node,
                         format!("`hostPort: {n}` is not in 1-65535"),
                         "",
@@ -76,7 +76,7 @@ impl Rule for ContainerPorts {
                     && !PROTOCOLS.contains(&p)
                 {
                     report.at(
-                        key(&at, "protocol"),
+                        key(&at(), "protocol"),
                         node,
                         format!(
                             "protocol `{}` is not supported: TCP, UDP or SCTP",
@@ -92,14 +92,14 @@ impl Rule for ContainerPorts {
                         let message =
                             format!("port name `{}` must be {PORT_NAME}", shown(node, 40));
                         report.at(
-                            key(&at, "name"),
+                            key(&at(), "name"),
                             node,
                             message,
                             "shorten it, e.g. `metrics` or `tb-http`",
                         );
                     } else if !names.insert(name) {
                         report.at(
-                            key(&at, "name"),
+                            key(&at(), "name"),
                             node,
                             format!("port name `{name}` is used twice in this container"),
                             "",

@@ -49,7 +49,7 @@ impl Rule for EnvVarName {
                     "no Kubernetes version accepts it (it must be printable ASCII without `=`)"
                 };
                 report.at(
-                    key(&index(&key(&path, "env"), i), "name"),
+                    key(&index(&key(&path.get(), "env"), i), "name"),
                     node,
                     format!("env name `{}` is not a valid variable name: {why}", shown(node, 80)),
                     "use letters, digits and `_`, starting with a letter or `_` (e.g. `FIRST_RANK`)",

@@ -44,7 +44,7 @@ impl Rule for ImageReference {
                 continue;
             };
             report.at(
-                key(&path, "image"),
+                key(&path.get(), "image"),
                 node,
                 format!(
                     "image `{}` of container `{}` is not a valid image reference: {problem}; the kubelet refuses it and the pod stays in InvalidImageName",

@@ -1,5 +1,4 @@
 use crate::lint::api::{LABEL_KEY, LABEL_VALUE, Report, entries, key, metadatas, shown};
-use crate::lint::pods::scalar_text;
 use crate::lint::{Document, Findings, Rule, steps};
 use crate::names::{is_label_value, is_qualified_name};
 use crate::yaml::{Node, Step, Value, key_text};
@@ -56,18 +55,20 @@ impl Rule for LabelSyntax {
         for (path, map) in maps {
             for (k, v) in entries(map) {
                 let name = key_text(k);
-                let at = key(&path, &name);
+                let at = || key(&path, &name);
                 if !is_qualified_name(&name) {
                     report.at(
-                        at.clone(),
+                        at(),
                         k,
                         format!("label key `{}` must be {LABEL_KEY}", shown(k, 80)),
                         "e.g. `app.kubernetes.io/version` or `team`",
                     );
                 }
-                if matches!(v.value, Value::Str(_)) && !is_label_value(&scalar_text(v)) {
+                if let Value::Str(value) = &v.value
+                    && !is_label_value(value)
+                {
                     report.at(
-                        at,
+                        at(),
                         v,
                         format!("label value `{}` must be {LABEL_VALUE}", shown(v, 80)),
                         "put free text in an annotation; replace `+`, `/` and spaces with `-`",

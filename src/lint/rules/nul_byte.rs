@@ -1,7 +1,7 @@
 use crate::lint::api::{Report, all_containers, index, items, key, text};
 use crate::lint::pods::container_name;
 use crate::lint::{Document, Findings, Rule};
-use crate::yaml::Node;
+use crate::yaml::{Node, Step};
 
 crate::rule! {
     /// What it checks: NUL bytes (`\0`, written `"\0"` or `"\x00"` in double-quoted YAML) in
@@ -32,10 +32,12 @@ impl Rule for NulByte {
         let mut report = Report::new(doc, out);
         for (path, container) in all_containers(doc) {
             let name = container_name(container);
-            let mut check = |p: Vec<_>, node: &Node, what: &str| {
+            // The path and the words for the message are built only for a finding.
+            let mut check = |node: &Node, place: &dyn Fn() -> (Vec<Step>, String)| {
                 if let Some(s) = text(node)
                     && let Some(at) = s.find('\0')
                 {
+                    let (p, what) = place();
                     report.at(
                         p,
                         node,
@@ -47,19 +49,25 @@ impl Rule for NulByte {
             for list in ["command", "args"] {
                 if let Some(words) = container.get(list) {
                     for (i, w) in items(words).iter().enumerate() {
-                        check(index(&key(&path, list), i), w, &format!("`{list}[{i}]`"));
+                        check(w, &|| {
+                            (index(&key(&path.get(), list), i), format!("`{list}[{i}]`"))
+                        });
                     }
                 }
             }
             if let Some(dir) = container.get("workingDir") {
-                check(key(&path, "workingDir"), dir, "`workingDir`");
+                check(dir, &|| {
+                    (key(&path.get(), "workingDir"), "`workingDir`".into())
+                });
             }
             if let Some(env) = container.get("env") {
                 for (i, var) in items(env).iter().enumerate() {
                     if let Some(value) = var.get("value") {
-                        let var_name = var.get("name").and_then(text).unwrap_or("?");
-                        let p = key(&index(&key(&path, "env"), i), "value");
-                        check(p, value, &format!("value of env `{var_name}`"));
+                        check(value, &|| {
+                            let var_name = var.get("name").and_then(text).unwrap_or("?");
+                            let p = key(&index(&key(&path.get(), "env"), i), "value");
+                            (p, format!("value of env `{var_name}`"))
+                        });
                     }
                 }
             }

@@ -86,20 +86,89 @@ impl Rule for ObjectSize {
     }
 }
 
-/// Bytes of a node as compact JSON, counted without building the text.
+/// Bytes of a node as compact JSON (as `serde_json` writes it), counted without writing
+/// or allocating: every object of every lint run is measured.
 pub fn json_size(node: &Node) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
+    match &node.value {
+        Value::Null => 4,
+        Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Int(n) => {
+            let digits = n
+                .unsigned_abs()
+                .checked_ilog10()
+                .map_or(1, |d| d as usize + 1);
+            digits + usize::from(*n < 0)
         }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
+        Value::Float(_) => serde_json::to_vec(node).map_or(0, |v| v.len()),
+        Value::Str(s) => string_size(s),
+        Value::Seq(items) => {
+            2 + items.len().saturating_sub(1) + items.iter().map(json_size).sum::<usize>()
+        }
+        Value::Map(entries) => {
+            2 + entries.len().saturating_sub(1)
+                + entries
+                    .iter()
+                    .map(|(k, v)| {
+                        let key = match &k.value {
+                            Value::Str(s) => string_size(s),
+                            _ => string_size(&key_text(k)),
+                        };
+                        key + 1 + json_size(v)
+                    })
+                    .sum::<usize>()
         }
     }
-    let mut count = Count(0);
-    // Writing to a counter cannot fail, and a Node always serializes.
-    let _ = serde_json::to_writer(&mut count, node);
-    count.0
+}
+
+/// A JSON string's bytes: quotes, and escapes for `"`, `\\` and control characters.
+fn string_size(s: &str) -> usize {
+    2 + s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_size;
+    use crate::source::Source;
+    use crate::yaml;
+
+    /// The count is what serde_json writes, for every fixture document and tricky scalars.
+    #[test]
+    fn counts_what_serde_json_writes() {
+        let mut texts: Vec<String> = vec![
+            "{a: \"q\\\"b\\\\c\\n\\t\\u0001\\u007f é 日\", b: [1, -20, 0, 1.5, -0.25, 1e300, .nan, .inf, true, false, null], 3: x, [1]: y, {}: []}".into(),
+        ];
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/lint");
+        for dir in std::fs::read_dir(root).unwrap() {
+            for file in ["fail.yaml", "pass.yaml"] {
+                if let Ok(t) = std::fs::read_to_string(dir.as_ref().unwrap().path().join(file)) {
+                    texts.push(t);
+                }
+            }
+        }
+        let mut checked = 0;
+        for text in texts {
+            let Ok(stream) = yaml::parse(&Source::new("t", text.as_str()), yaml::Limits::default())
+            else {
+                continue;
+            };
+            for d in &stream.documents {
+                assert_eq!(
+                    json_size(d),
+                    serde_json::to_vec(d).unwrap().len(),
+                    "{}",
+                    d.to_json()
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 50, "{checked}");
+    }
 }

@@ -1,7 +1,7 @@
-use crate::lint::api::{Report, all_containers, entries, key, shown, under};
+use crate::lint::api::{ContainerPath, Report, all_containers, entries, key, shown, under};
 use crate::lint::{Document, Findings, Rule};
 use crate::quantity;
-use crate::yaml::{Node, Step, Value, key_text};
+use crate::yaml::{Node, Value, key_text};
 
 crate::rule! {
     /// What it checks: the `resources` of every container: each request and limit is a
@@ -41,31 +41,31 @@ fn value(node: &Node) -> Option<f64> {
     }
 }
 
-/// The quantities of `resources.<list>` that are valid, with their paths and values; the
+/// The quantities of `resources.<list>` that are valid, with their nodes and values; the
 /// others are reported.
 fn valid<'n>(
     report: &mut Report,
-    path: &[Step],
+    path: &ContainerPath,
     list: &str,
     entries: &'n [(Node, Node)],
-) -> Vec<(String, Vec<Step>, &'n Node, f64)> {
+) -> Vec<(String, &'n Node, f64)> {
     let mut out = Vec::new();
     for (k, v) in entries {
         let name = key_text(k);
-        let at = key(&under(path, &format!("resources.{list}")), &name);
+        let at = || key(&under(&path.get(), &format!("resources.{list}")), &name);
         let Some(q) = value(v) else {
             if !matches!(v.value, Value::Null) {
                 let message = format!(
                     "{list} `{name}: {}` is not a quantity (like `500m`, `64Gi` or `2`)",
                     shown(v, 40)
                 );
-                report.at(at, v, message, "");
+                report.at(at(), v, message, "");
             }
             continue;
         };
         if q < 0.0 {
             report.at(
-                at,
+                at(),
                 v,
                 format!("{list} `{name}: {}` is negative", shown(v, 40)),
                 "",
@@ -75,9 +75,9 @@ fn valid<'n>(
                 "{list} `{name}: {}` must be a whole number: `{name}` is an extended resource, counted in units",
                 shown(v, 40)
             );
-            report.at(at, v, message, "");
+            report.at(at(), v, message, "");
         } else {
-            out.push((name, at, v, q));
+            out.push((name, v, q));
         }
     }
     out
@@ -94,15 +94,15 @@ impl Rule for ResourceQuantities {
             let requests = resources.get("requests").map(entries).unwrap_or_default();
             let limits = valid(&mut report, &path, "limits", limits);
             let requests = valid(&mut report, &path, "requests", requests);
-            for (name, at, node, request) in requests {
+            for (name, node, request) in requests {
                 let limit = limits.iter().find(|(n, ..)| *n == name);
                 // Extended resources (request equal to the limit) are `gpu-limit`'s (TK301).
-                if let Some((_, _, l, limit)) = limit
+                if let Some((_, l, limit)) = limit
                     && !is_extended(&name)
                     && request > *limit
                 {
                     report.at(
-                        at,
+                        key(&under(&path.get(), "resources.requests"), &name),
                         node,
                         format!(
                             "the `{name}` request ({}) is above its limit ({})",

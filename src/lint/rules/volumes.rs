@@ -76,14 +76,14 @@ impl Rule for Volumes {
             .iter()
             .enumerate()
         {
-            let at = index(&key(&pod, "volumes"), i);
+            let at = || index(&key(&pod, "volumes"), i);
             match volume.get("name") {
-                None => report.at(at.clone(), volume, "a volume has no `name`".into(), ""),
+                None => report.at(at(), volume, "a volume has no `name`".into(), ""),
                 Some(node) => {
                     if let Some(name) = text(node) {
                         if !crate::names::is_dns1123_label(name) {
                             report.at(
-                                key(&at, "name"),
+                                key(&at(), "name"),
                                 node,
                                 format!(
                                     "volume name `{}` must be {DNS1123_LABEL}",
@@ -93,7 +93,7 @@ impl Rule for Volumes {
                             );
                         } else if declared.insert(name, ()).is_some() {
                             report.at(
-                                key(&at, "name"),
+                                key(&at(), "name"),
                                 node,
                                 format!("volume name `{name}` is used twice in the pod"),
                                 "give each volume its own name",
@@ -112,7 +112,7 @@ impl Rule for Volumes {
                     .map(|(k, _)| format!("`{}`", key_text(k)))
                     .collect();
                 report.at(
-                    key(&at, &key_text(second)),
+                    key(&at(), &key_text(second)),
                     second,
                     format!(
                         "a volume has one source, this one has {}: {}",
@@ -132,7 +132,7 @@ impl Rule for Volumes {
                 .iter()
                 .enumerate()
             {
-                let at = index(&key(&path, "volumeMounts"), i);
+                let at = || index(&key(&path.get(), "volumeMounts"), i);
                 if let Some(node) = mount.get("name")
                     && let Some(name) = text(node)
                     && !declared.contains_key(name)
@@ -142,31 +142,26 @@ impl Rule for Volumes {
                         shown(node, 80)
                     );
                     report.at(
-                        key(&at, "name"),
+                        key(&at(), "name"),
                         node,
                         message,
                         "add the volume to `volumes`, or fix the name",
                     );
                 }
                 match mount.get("mountPath") {
-                    None => report.at(
-                        at.clone(),
-                        mount,
-                        "a volume mount has no `mountPath`".into(),
-                        "",
-                    ),
+                    None => report.at(at(), mount, "a volume mount has no `mountPath`".into(), ""),
                     Some(node) => {
                         if let Some(p) = text(node) {
                             if p.is_empty() {
                                 report.at(
-                                    key(&at, "mountPath"),
+                                    key(&at(), "mountPath"),
                                     node,
                                     "`mountPath` is empty".into(),
                                     "",
                                 );
                             } else if !paths.insert(p) {
                                 report.at(
-                                    key(&at, "mountPath"),
+                                    key(&at(), "mountPath"),
                                     node,
                                     format!(
                                         "`{}` is mounted twice in this container",
@@ -186,7 +181,7 @@ impl Rule for Volumes {
                         "`subPath: {}` must be a relative path that does not go up (`..`)",
                         shown(node, 80)
                     );
-                    report.at(key(&at, "subPath"), node, message, "");
+                    report.at(key(&at(), "subPath"), node, message, "");
                 }
             }
         }
