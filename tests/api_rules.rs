@@ -23,6 +23,59 @@ fn api_findings(text: &str) -> Vec<(usize, usize, String)> {
         .collect()
 }
 
+/// Relaxed env names (any printable ASCII but `=`) are refused below 1.32 only, with the
+/// version in the message.
+#[test]
+fn env_names_follow_the_target_version() {
+    let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  \
+                - name: c\n    image: nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt\n    env:\n    \
+                - {name: 1ST_RANK, value: \"0\"}\n    - {name: HTTP PROXY, value: x}\n    \
+                - {name: \"A=B\", value: x}\n";
+    let at = |version: &str| {
+        let out = Command::cargo_bin("tao-k8s")
+            .unwrap()
+            .args([
+                "lint",
+                "--format",
+                "json",
+                "--select",
+                "TK407",
+                "--kube-version",
+                version,
+                "-",
+            ])
+            .write_stdin(text)
+            .output()
+            .unwrap();
+        let document: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        document["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["line"].as_u64().unwrap(),
+                    f["message"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let old = at("1.31");
+    assert_eq!(old.iter().map(|f| f.0).collect::<Vec<_>>(), [9, 10, 11]);
+    assert!(old[0].1.contains("Kubernetes 1.31 refuses it"), "{old:?}");
+    assert!(
+        old[2].1.contains("no Kubernetes version accepts it"),
+        "{old:?}"
+    );
+    for version in ["1.32", "1.37"] {
+        assert_eq!(
+            at(version).iter().map(|f| f.0).collect::<Vec<_>>(),
+            [11],
+            "{version}"
+        );
+    }
+}
+
 /// The objects of the issue list, in one Job: each is reported at its own value.
 #[test]
 fn what_the_api_server_refuses_is_reported_where_it_is_written() {

@@ -1,15 +1,22 @@
 use crate::lint::api::{Report, all_containers, index, items, key, shown, text};
 use crate::lint::{Document, Findings, Rule};
 use crate::names::{is_env_name, is_relaxed_env_name};
+use crate::plan::KubeVersion;
+
+/// The first version whose API server accepts relaxed names by default.
+const RELAXED: KubeVersion = KubeVersion {
+    major: 1,
+    minor: 32,
+};
 
 crate::rule! {
     /// What it checks: the `name` of every `env` entry of every container: letters, digits,
     /// `_`, `-` and `.`, not starting with a digit, and not `.`, `..` or starting with `..`
     /// (the rule of Kubernetes 1.28 to 1.31). Since Kubernetes 1.32 the API server accepts,
     /// by default, any printable ASCII character but `=` (RelaxedEnvironmentVariableValidation,
-    /// beta and on in 1.32, GA in 1.34); tao-k8s supports clusters from 1.28, so such names
-    /// are reported as refused before 1.32. Empty names, `=`, and characters outside
-    /// printable ASCII are refused by every version.
+    /// beta and on in 1.32, GA in 1.34): such names are refused when the target version
+    /// (`--kube-version`; render's target, lint's 1.37 by default) is older than 1.32. Empty
+    /// names, `=`, and characters outside printable ASCII are refused by every version.
     ///
     /// Why it matters: the API server refuses the pod, or the Job whose template holds it.
     /// Names copied from a `.env` file or a Windows environment (`ProgramFiles(x86)`,
@@ -40,13 +47,18 @@ impl Rule for EnvVarName {
                 let Some(name) = text(node) else {
                     continue;
                 };
-                if is_env_name(name) {
+                let relaxed = is_relaxed_env_name(name);
+                if is_env_name(name) || relaxed && doc.kube_version >= RELAXED {
                     continue;
                 }
-                let why = if is_relaxed_env_name(name) {
-                    "Kubernetes 1.28 to 1.31 refuse it (1.32 and later accept any printable ASCII but `=`)"
+                let why = if relaxed {
+                    format!(
+                        "Kubernetes {} refuses it (1.32 and later accept any printable ASCII but `=`)",
+                        doc.kube_version
+                    )
                 } else {
                     "no Kubernetes version accepts it (it must be printable ASCII without `=`)"
+                        .to_string()
                 };
                 report.at(
                     key(&index(&key(&path.get(), "env"), i), "name"),
