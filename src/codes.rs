@@ -63,7 +63,8 @@ codes! {
     STORAGE = "TK018", "storage";
     /// Lint: a suppression annotation that suppresses nothing.
     UNUSED_SUPPRESSION = "TK020", "unused-suppression";
-    /// Lint: a document that is not a Kubernetes object, or of a kind with no known schema.
+    /// Lint: a document that is not a Kubernetes object, or of a kind with no schema at hand
+    /// (not built in, no `--crd`, or a CRD version without one); an error with `--strict-kinds`.
     UNKNOWN_KIND = "TK021", "unknown-kind";
     /// An option (`--namespace`, `--kube-version`, a spec file) that cannot be used.
     OPTION = "TK030", "option";
