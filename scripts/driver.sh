@@ -20,7 +20,8 @@ usage() {
   printf 'job.sh: drives kubectl for the Kubernetes job %s (written by tao-k8s %s).\n\n' "$JOB" "$VERSION"
   cat <<'EOF'
   job.sh preflight                      check the cluster, change nothing
-  job.sh submit [--reprobe]             gates, job record, Secrets, dry-run, apply
+  job.sh submit [--reprobe] [--allow-pending]
+                                        gates, job record, Secrets, dry-run, apply
   job.sh status [--record ID]           state of the job (works from another shell)
   job.sh logs [--tail N] [--follow] [--index I]
   job.sh cancel [--record ID]           delete the Job and what belongs to it
@@ -28,6 +29,9 @@ usage() {
   job.sh help                           this text
 
 Options of every verb: --context C (or TAO_K8S_CONTEXT); --namespace N must be the manifest's.
+Without a context or kubeconfig, inside a pod (KUBERNETES_SERVICE_HOST set), kubectl uses the
+pod's service account. --allow-pending: submit a job of several pods that fits only an idle
+cluster anyway (its first pods hold their GPUs until the rest are scheduled).
 Environment:
   TAO_K8S_BIN                      the tao-k8s to run (else the one that wrote the bundle, else
                                    tao-k8s on PATH); it must be the version that wrote this script
@@ -35,6 +39,8 @@ Environment:
   TAO_K8S_POLL_SECONDS             seconds between two polls of a Job, 1 to 60 (default 5)
   TAO_K8S_PROBE_TIMEOUT_SECONDS    how long the NCCL probe may take, 1 to 3600 (default 360)
   TAO_K8S_SKIP_NODE_RUNTIME_CHECK  1: do not refuse GPU nodes whose labels show an old driver
+  TAO_K8S_SERVICEACCOUNT_DIR       the pod's service account in-cluster (default
+                                   /var/run/secrets/kubernetes.io/serviceaccount)
 Exit codes: 0 done, 1 a gate or kubectl refused, 2 usage.
 EOF
 }
@@ -53,12 +59,15 @@ esac
 CONTEXT=${TAO_K8S_CONTEXT:-}
 # TAO_K8S_NAMESPACE was applied when the manifest was rendered; it is fixed now.
 NAMESPACE=$MANIFEST_NAMESPACE
-REPROBE=0 TAIL=200 FOLLOW=0 INDEX='' RECORD_ID='' PULL_CREATED=0
+REPROBE=0 TAIL=200 FOLLOW=0 INDEX='' RECORD_ID='' PULL_CREATED=0 ALLOW_PENDING=''
+IN_CLUSTER=0 WHERE='' KEY=''
+SA_DIR=${TAO_K8S_SERVICEACCOUNT_DIR:-/var/run/secrets/kubernetes.io/serviceaccount}
 while [ $# -gt 0 ]; do
   case $1 in
     --context) CONTEXT=${2:?--context needs a value}; shift 2 ;;
     --namespace) NAMESPACE=${2:?--namespace needs a value}; shift 2 ;;
     --reprobe) REPROBE=1; shift ;;
+    --allow-pending) ALLOW_PENDING=1; shift ;;
     --tail) TAIL=${2:?--tail needs a value}; shift 2 ;;
     --follow) FOLLOW=1; shift ;;
     --index) INDEX=${2:?--index needs a value}; shift 2 ;;
@@ -86,6 +95,8 @@ fi
 
 tmpdir=$(mktemp -d)
 chmod 700 "$tmpdir"
+# What the gates read: kubectl's answers, gathered here (removed with tmpdir on exit).
+mkdir "$tmpdir/cluster"
 
 # What a submit must undo if it stops: CREATED lists the Secrets this run made that nothing
 # owns yet; APPLIED is 1 from the apply until every object is attached to the Job; RECORD_OPEN
@@ -136,8 +147,15 @@ note() { echo "tao-k8s: $*" >&2; }
 [ "$NAMESPACE" = "$MANIFEST_NAMESPACE" ] ||
   die "the manifest was rendered for namespace $MANIFEST_NAMESPACE, not $(shown "$NAMESPACE"): render it again with --namespace $(shown "$NAMESPACE")"
 
-# Every kubectl call names the context and the namespace.
-k() { kubectl --context "$CONTEXT" --namespace "$NAMESPACE" "$@"; }
+# Every kubectl call names the namespace, and the context unless kubectl runs on the pod's
+# service account.
+k() {
+  if [ "$IN_CLUSTER" = 1 ]; then
+    kubectl --namespace "$NAMESPACE" "$@"
+  else
+    kubectl --context "$CONTEXT" --namespace "$NAMESPACE" "$@"
+  fi
+}
 
 # Run a command whose stderr is noise when it succeeds; when it fails, show the last lines
 # of its stderr (kubectl's own reason, such as a context that does not exist), without
@@ -177,17 +195,43 @@ find_tao_k8s() {
   TAO_K8S=$found
 }
 
+# The cluster: --context or TAO_K8S_CONTEXT; else, inside a pod with no kubeconfig, the
+# pod's service account (kubectl's in-cluster config, which needs no --context); else the
+# kubeconfig's current context. WHERE says which, for messages; KEY names it in the probe cache.
 resolve_context() {
   command -v kubectl >/dev/null 2>&1 || die "kubectl is not on PATH"
+  if [ -z "$CONTEXT" ] && [ -z "${KUBECONFIG:-}" ] && [ ! -e "$HOME/.kube/config" ] &&
+    [ -n "${KUBERNETES_SERVICE_HOST:-}" ]; then
+    [ -r "$SA_DIR/token" ] ||
+      die "KUBERNETES_SERVICE_HOST is set and there is no kubeconfig, but no service account token is mounted at $SA_DIR"
+    IN_CLUSTER=1
+    WHERE="the in-cluster service account" KEY="in-cluster@$KUBERNETES_SERVICE_HOST"
+    return
+  fi
   if [ -z "$CONTEXT" ]; then
     CONTEXT=$(quiet kubectl config current-context) || die "no kubeconfig context: set --context or TAO_K8S_CONTEXT"
   fi
+  WHERE="context $CONTEXT" KEY=$CONTEXT
+}
+
+# Which cluster credentials kubectl uses, said once by preflight.
+say_mode() {
+  if [ "$IN_CLUSTER" = 0 ]; then
+    note "kubeconfig context $CONTEXT, namespace $NAMESPACE"
+    return
+  fi
+  local own=''
+  own=$(cat "$SA_DIR/namespace" 2>/dev/null) || true
+  note "in-cluster: the pod's service account (namespace ${own:-unknown}), namespace $NAMESPACE"
+  [ -z "$own" ] || [ "$own" = "$NAMESPACE" ] ||
+    note "the manifest's namespace $NAMESPACE is not the service account's $own: the account needs rights there"
 }
 
 preflight() {
   find_tao_k8s
   resolve_context
-  quiet k get --raw /version >/dev/null || die "the cluster of context $(shown "$CONTEXT") is not reachable"
+  say_mode
+  quiet k get --raw /version >"$tmpdir/cluster/version.json" || die "the cluster of $(shown "$WHERE") is not reachable"
   local kinds=(jobs)
   [ -n "$SERVICE" ] && kinds+=(services)
   [ -n "$CONFIG_MAP" ] && kinds+=(configmaps)
@@ -234,38 +278,33 @@ node_runtime_check() {
   [ "$unknown" -eq 0 ] || note "could not verify the driver (>= 580) and container toolkit (>= 1.19.0) versions of every GPU node from its labels"
 }
 
-# N nodes that each have G allocatable GPUs and match the nodeSelector: there is no gang
-# scheduling, so a job that cannot fit at once would sit Pending forever.
-capacity_gate() {
-  [ "$GPUS_PER_NODE" -gt 0 ] || return 0
-  local selector=() fit=0 name alloc unschedulable
-  if [ "${#NODE_SELECTOR[@]}" -gt 0 ]; then
-    selector=(-l "$(IFS=,; echo "${NODE_SELECTOR[*]}")")
+# The gates (an existing Job, the server version, the claims, where the pods fit) are
+# decided by `tao-k8s gate` from what kubectl returns, gathered into files here. Nodes and
+# the other namespaces' pods are cluster-wide: a service account that may not list pods
+# everywhere gets the fit on allocatable alone, said as a warning.
+gates() {
+  local dir=$tmpdir/cluster code=0
+  quiet k get nodes -o json >"$dir/nodes.json" || die "cannot list the nodes, which the fit gate needs"
+  if ! quiet k get pods --all-namespaces --field-selector=status.phase!=Succeeded,status.phase!=Failed -o json >"$dir/pods.json"; then
+    rm -f "$dir/pods.json"
+    note "cannot list the pods of every namespace: free capacity is not checked"
   fi
-  while read -r name alloc unschedulable; do
-    [ -n "$name" ] || continue
-    [ "$unschedulable" = true ] && continue
-    [ "${alloc:-0}" -ge "$GPUS_PER_NODE" ] 2>/dev/null && fit=$((fit + 1))
-  done < <(k get nodes "${selector[@]}" -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.allocatable.nvidia\.com/gpu}{" "}{.spec.unschedulable}{"\n"}{end}')
-  [ "$fit" -ge "$NODES" ] ||
-    die "capacity: $NODES node(s) with $GPUS_PER_NODE allocatable nvidia.com/gpu each are needed, $fit match"
-}
-
-version_gate() {
-  [ -n "$MIN_KUBE" ] || return 0
-  local version minor
-  version=$(k get --raw /version)
-  [[ $version =~ \"minor\":\ *\"([0-9]+) ]] || die "cannot read the server version"
-  minor=${BASH_REMATCH[1]}
-  [ "$minor" -ge "${MIN_KUBE#1.}" ] || die "multi-node needs Kubernetes $MIN_KUBE or newer, the server is 1.$minor"
+  if [ "${#PVCS[@]}" -gt 0 ]; then
+    quiet k get pvc -o json >"$dir/pvcs.json" || die "cannot list the PersistentVolumeClaims of namespace $NAMESPACE"
+  fi
+  quiet k get job "$JOB" -o json --ignore-not-found >"$dir/job.json" || die "cannot look for an existing Job $JOB"
+  [ -s "$dir/job.json" ] || rm -f "$dir/job.json"
+  "$TAO_K8S" gate "$MANIFEST" --cluster "$dir" ${ALLOW_PENDING:+--allow-pending} >"$tmpdir/verdicts" 2>&1 || code=$?
+  sed 's/^/tao-k8s: gate /' "$tmpdir/verdicts" >&2
+  case $code in
+    0) ;;
+    1) die "a gate refused the job (above)" ;;
+    *) die "the gates could not read what kubectl returned" ;;
+  esac
 }
 
 resources_gate() {
-  local pvc phase secret
-  for pvc in "${PVCS[@]}"; do
-    phase=$(quiet k get pvc "$pvc" -o jsonpath='{.status.phase}') || die "PersistentVolumeClaim $pvc cannot be read in namespace $NAMESPACE (does it exist?)"
-    [ "$phase" = Bound ] || die "PersistentVolumeClaim $pvc is $phase, not Bound"
-  done
+  local secret
   for secret in "${IMAGE_PULL_SECRETS[@]}"; do
     quiet k get secret "$secret" -o name >/dev/null || die "image pull Secret $secret does not exist in namespace $NAMESPACE"
   done
@@ -292,9 +331,9 @@ wait_job() {
 # The NCCL probe, once per cluster context unless --reprobe.
 probe() {
   [ -f "$PROBE_MANIFEST" ] || die "no nccl-probe.yaml beside the script"
-  local cache="$STATE_DIR/nccl-probe/$CONTEXT.ok" name
+  local cache="$STATE_DIR/nccl-probe/$KEY.ok" name
   if [ "$REPROBE" = 0 ] && [ -f "$cache" ]; then
-    note "NCCL probe passed before on context $CONTEXT"
+    note "NCCL probe passed before on $WHERE"
     return
   fi
   name=$PROBE_JOB
@@ -361,8 +400,7 @@ create_pull_secret() {
 
 submit() {
   preflight
-  capacity_gate
-  version_gate
+  gates
   resources_gate
   if [ "$NODES" -gt 1 ] && [ "$GPUS_PER_NODE" -gt 0 ]; then
     probe
@@ -463,7 +501,7 @@ cancel() {
 }
 
 case $verb in
-  preflight) preflight; echo "preflight passed for $JOB in $NAMESPACE on $CONTEXT" ;;
+  preflight) preflight; gates; resources_gate; echo "preflight passed for $JOB in $NAMESPACE on $WHERE" ;;
   submit) submit ;;
   status) status ;;
   logs) logs ;;

@@ -20,6 +20,7 @@ pub mod codes;
 pub mod compile;
 pub mod crd;
 pub mod diag;
+pub mod gate;
 pub mod k8s;
 pub mod lint;
 pub mod names;

@@ -30,15 +30,11 @@ pub struct ScriptPlan {
     pub namespace: String,
     pub nodes: u32,
     pub gpus_per_node: u32,
-    /// `key=value` label selectors of the request's nodeSelector.
-    pub node_selector: Vec<String>,
     pub pvcs: Vec<String>,
     pub image_pull_secrets: Vec<String>,
     /// Keys the credentials Secret must hold, required first.
     pub required_keys: Vec<String>,
     pub optional_keys: Vec<String>,
-    /// Minimum server version (multi-node), `1.28`; empty for single-node.
-    pub min_kube: String,
     pub queue: String,
     pub image: String,
     pub network_arch: String,
@@ -79,18 +75,10 @@ impl ScriptPlan {
             namespace: plan.namespace.clone(),
             nodes: run.nodes,
             gpus_per_node: run.gpus_per_node,
-            node_selector: plan
-                .job
-                .pod
-                .node_selector
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect(),
             pvcs: run.pvcs.clone(),
             image_pull_secrets: run.image_pull_secrets.clone(),
             required_keys: run.required_keys.clone(),
             optional_keys: run.optional_keys.clone(),
-            min_kube: run.min_kube.clone().unwrap_or_default(),
             queue: run.queue.clone().unwrap_or_default(),
             image: run.image.clone(),
             network_arch: run.network_arch.clone(),
@@ -137,12 +125,10 @@ impl ScriptPlan {
             ("MANIFEST_NAMESPACE", one(&self.namespace)),
             ("NODES", one(&self.nodes.to_string())),
             ("GPUS_PER_NODE", one(&self.gpus_per_node.to_string())),
-            ("NODE_SELECTOR", many(&self.node_selector)),
             ("PVCS", many(&self.pvcs)),
             ("IMAGE_PULL_SECRETS", many(&self.image_pull_secrets)),
             ("REQUIRED_KEYS", many(&self.required_keys)),
             ("OPTIONAL_KEYS", many(&self.optional_keys)),
-            ("MIN_KUBE", one(&self.min_kube)),
             ("QUEUE", one(&self.queue)),
             ("IMAGE", one(&self.image)),
             ("NETWORK_ARCH", one(&self.network_arch)),

@@ -624,8 +624,11 @@ fn single_node_submit_runs_the_gates_opens_a_record_applies_and_binds_the_job() 
             "auth can-i patch secrets",
             "get nodes -o jsonpath=…",
             "get nodes -l nvidia.com/gpu.present=true -o jsonpath=…",
-            "get nodes -o jsonpath=…",
-            "get pvc tao-results -o jsonpath=…",
+            "get nodes -o json",
+            "get pods --all-namespaces \
+             --field-selector=status.phase!=Succeeded,status.phase!=Failed -o json",
+            "get pvc -o json",
+            &format!("get job {job} -o json --ignore-not-found"),
         ])
     );
     assert_eq!(
@@ -735,7 +738,9 @@ fn gpus_spread_over_too_many_nodes_are_refused_before_the_record_opens() {
     assert_refused_by_a_gate(
         &s,
         &run,
-        "tao-k8s: capacity: 4 node(s) with 8 allocatable nvidia.com/gpu each are needed, 0 match",
+        "tao-k8s: gate fit: refused: never fits: 4 pods requesting memory 262656Mi, \
+         nvidia.com/gpu 8 each, no node can take one; closest: gpu-node-1: 4 nvidia.com/gpu \
+         allocatable, the pod requests 8",
     );
     assert_no_leak(&s, &run, &credentials);
 }
@@ -747,7 +752,7 @@ fn a_server_older_than_1_28_is_refused_for_multi_node_only() {
     assert_refused_by_a_gate(
         &s,
         &run,
-        "tao-k8s: multi-node needs Kubernetes 1.28 or newer, the server is 1.27",
+        "tao-k8s: gate version: refused: multi-node needs Kubernetes 1.28 or newer, the server is 1.27",
     );
     run.assert_scoped("vision");
 
@@ -771,7 +776,7 @@ fn a_pending_pvc_is_refused() {
     assert_refused_by_a_gate(
         &s,
         &run,
-        "tao-k8s: PersistentVolumeClaim tao-results is Pending, not Bound",
+        "tao-k8s: gate claims: refused: PersistentVolumeClaim tao-results is Pending, not Bound",
     );
 }
 
@@ -1696,7 +1701,7 @@ fn no_secret_outlives_a_failed_submit() {
     // the message that says the step failed)
     type Step<'a> = (&'a str, String, &'a str, Vec<(&'a str, &'a str)>, String);
     let steps: Vec<Step> = vec![
-        ("capacity gate", "gpus-spread-thin".into(), "", vec![], "capacity:".into()),
+        ("fit gate", "gpus-spread-thin".into(), "", vec![], "gate fit: refused: never fits".into()),
         ("version gate", "kube-1.27".into(), "", vec![], "needs Kubernetes 1.28".into()),
         (
             "pull Secret",

@@ -1,6 +1,7 @@
 //! The command line: clap definitions (their doc comments are the help), file and stdin
 //! reading, output, and exit codes: 0 clean, 1 refused input or findings, 2 usage or I/O error.
 
+mod gate;
 mod krm;
 mod lint;
 mod plan;
@@ -135,6 +136,9 @@ that do; the exit code is still 1).")]
     },
     /// Name the fields of MANIFEST that the API server's answer (`kubectl apply
     /// --dry-run=server -o json`) dropped; exit 1 if any. Used by the driver script.
+    /// Decide the driver's gates (existing Job, server version, claims, where the pods fit)
+    /// from the manifest and what kubectl returned. Used by the driver script.
+    Gate(gate::GateArgs),
     #[command(hide = true)]
     KeptFields { manifest: PathBuf, answer: PathBuf },
     /// Print a docker config (`.dockerconfigjson`) for one registry, the password read from
@@ -462,6 +466,7 @@ pub fn run() -> ExitCode {
         Command::KeptFields { manifest, answer } => kept_fields(&out, &manifest, &answer),
         Command::RegistryAuth { server, username } => registry_auth(&out, &server, &username),
         Command::Record(args) => record::run(args),
+        Command::Gate(args) => gate::run(args),
         Command::Schema { template_context } => emit(&if template_context {
             tao_k8s::plan::context_schema_text()
         } else {

@@ -1,0 +1,343 @@
+//! The few fields of cluster objects that the gates read, as `kubectl get -o json` prints them
+//! (and as a manifest writes them): nodes, pods and their templates, claims, a Job, the server
+//! version. Everything is optional and defaults to empty, as the API server omits empty fields.
+//! Quantities arrive as strings (`"500m"`) from kubectl and may be numbers in a YAML manifest.
+
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// A `kind: List` (or any object with `items`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct List<T> {
+    pub items: Vec<T>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Meta {
+    pub name: String,
+    pub namespace: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Node {
+    pub metadata: Meta,
+    pub spec: NodeSpec,
+    pub status: NodeStatus,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct NodeSpec {
+    pub unschedulable: bool,
+    pub taints: Vec<Taint>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Taint {
+    pub key: String,
+    pub value: String,
+    pub effect: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct NodeStatus {
+    pub allocatable: BTreeMap<String, Value>,
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Pod {
+    pub metadata: Meta,
+    pub spec: PodSpec,
+    pub status: PodStatus,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct PodSpec {
+    pub node_name: String,
+    pub node_selector: BTreeMap<String, String>,
+    pub affinity: Affinity,
+    pub tolerations: Vec<Toleration>,
+    pub containers: Vec<Container>,
+    pub init_containers: Vec<Container>,
+    pub overhead: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Affinity {
+    pub node_affinity: NodeAffinity,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct NodeAffinity {
+    pub required_during_scheduling_ignored_during_execution: Option<NodeSelector>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct NodeSelector {
+    pub node_selector_terms: Vec<NodeSelectorTerm>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct NodeSelectorTerm {
+    pub match_expressions: Vec<Requirement>,
+    pub match_fields: Vec<Requirement>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Requirement {
+    pub key: String,
+    pub operator: String,
+    pub values: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Toleration {
+    pub key: String,
+    pub operator: String,
+    pub value: String,
+    pub effect: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Container {
+    pub name: String,
+    pub resources: Resources,
+    /// `Always` on an init container makes it a sidecar.
+    pub restart_policy: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Resources {
+    pub requests: BTreeMap<String, Value>,
+    pub limits: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct PodStatus {
+    pub phase: String,
+    pub conditions: Vec<Condition>,
+    pub init_container_statuses: Vec<ContainerStatus>,
+    pub container_statuses: Vec<ContainerStatus>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ContainerStatus {
+    pub name: String,
+    pub restart_count: u64,
+    pub state: ContainerState,
+    pub last_state: ContainerState,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ContainerState {
+    pub waiting: Option<StateDetail>,
+    pub running: Option<Value>,
+    pub terminated: Option<StateDetail>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct StateDetail {
+    pub reason: String,
+    pub message: String,
+    pub exit_code: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Claim {
+    pub metadata: Meta,
+    pub status: ClaimStatus,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ClaimStatus {
+    pub phase: String,
+}
+
+/// A Job as the server returns it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Job {
+    pub metadata: Meta,
+    pub spec: JobSpec,
+    pub status: JobStatus,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct JobSpec {
+    pub suspend: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct JobStatus {
+    pub active: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub conditions: Vec<Condition>,
+}
+
+impl Job {
+    /// `succeeded`, `failed`, `suspended` or `active`, from the conditions that are true.
+    pub fn state(&self) -> &'static str {
+        let is = |kind: &str| {
+            self.status
+                .conditions
+                .iter()
+                .any(|c| c.kind == kind && c.status == "True")
+        };
+        if is("Complete") {
+            "succeeded"
+        } else if is("Failed") {
+            "failed"
+        } else if self.spec.suspend || is("Suspended") {
+            "suspended"
+        } else {
+            "active"
+        }
+    }
+}
+
+/// `kubectl get --raw /version`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Version {
+    pub major: String,
+    pub minor: String,
+    pub git_version: String,
+}
+
+impl Version {
+    /// (major, minor); a managed cluster's minor may carry a `+` (`"30+"`).
+    pub fn numbers(&self) -> Option<(u32, u32)> {
+        let lead = |s: &str| -> Option<u32> {
+            let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        };
+        Some((lead(&self.major)?, lead(&self.minor)?))
+    }
+}
+
+/// A quantity as a whole number of thousandths of its unit (millicores, millibytes), rounded
+/// up as the scheduler rounds a request up; `None` when it is not a quantity (the grammar of
+/// [`crate::quantity::parse`]). Exact: decimal digits and suffixes in integers, no float.
+pub fn milli(value: &Value) -> Option<i128> {
+    let text = match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    crate::quantity::parse(&text)?;
+    let split = text
+        .char_indices()
+        .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || (i == 0 && (c == '+' || c == '-'))))
+        .map_or(text.len(), |(i, _)| i);
+    let (number, suffix) = text.split_at(split);
+    let negative = number.starts_with('-');
+    let unsigned = number.trim_start_matches(['+', '-']);
+    let (int, frac) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    // mantissa / 10^frac_len, times 2^binary, times 10^decimal, times 1000.
+    let digits = format!("{int}{frac}");
+    let digits = digits.trim_start_matches('0');
+    if digits.len() > 30 {
+        return None;
+    }
+    let mantissa: i128 = if digits.is_empty() {
+        0
+    } else {
+        digits.parse().ok()?
+    };
+    let (binary, decimal): (u32, i32) = match suffix {
+        "" => (0, 0),
+        "Ki" => (10, 0),
+        "Mi" => (20, 0),
+        "Gi" => (30, 0),
+        "Ti" => (40, 0),
+        "Pi" => (50, 0),
+        "Ei" => (60, 0),
+        "n" => (0, -9),
+        "u" => (0, -6),
+        "m" => (0, -3),
+        "k" => (0, 3),
+        "M" => (0, 6),
+        "G" => (0, 9),
+        "T" => (0, 12),
+        "P" => (0, 15),
+        "E" => (0, 18),
+        exp => (0, exp[1..].parse().ok()?),
+    };
+    let exponent = decimal + 3 - frac.len() as i32;
+    let mut value = mantissa.checked_mul(1i128.checked_shl(binary)?)?;
+    if exponent >= 0 {
+        value = value.checked_mul(10i128.checked_pow(exponent as u32)?)?;
+    } else {
+        let divisor = 10i128
+            .checked_pow(exponent.unsigned_abs())
+            .unwrap_or(i128::MAX);
+        value = value / divisor + i128::from(value % divisor != 0);
+    }
+    Some(if negative { -value } else { value })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::milli;
+    use serde_json::json;
+
+    #[test]
+    fn quantities_in_thousandths_exactly() {
+        for (q, m) in [
+            ("1", 1000),
+            ("500m", 500),
+            ("0.1", 100),
+            ("0.7", 700),
+            ("1.5", 1500),
+            ("64Gi", 64 * (1i128 << 30) * 1000),
+            ("1k", 1_000_000),
+            ("1e3", 1_000_000),
+            ("1n", 1),
+            ("1500u", 2),
+            (".5", 500),
+            ("8", 8000),
+        ] {
+            assert_eq!(milli(&json!(q)), Some(m), "{q}");
+        }
+        assert_eq!(milli(&json!(4)), Some(4000));
+        assert_eq!(milli(&json!("4 GB")), None);
+        assert_eq!(milli(&json!(null)), None);
+    }
+}
