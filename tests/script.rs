@@ -60,6 +60,19 @@ struct Call {
     files: Vec<Value>,
 }
 
+impl Call {
+    /// The argv after the context and namespace the driver puts first (only the namespace
+    /// in-cluster).
+    fn verb(&self) -> &[String] {
+        let scope = if self.argv.first().is_some_and(|a| a == "--context") {
+            4
+        } else {
+            2
+        };
+        &self.argv[scope.min(self.argv.len())..]
+    }
+}
+
 fn tao(args: &[&str], state: &Path) -> std::process::Output {
     Command::new(cargo_bin("tao-k8s"))
         .args(args)
@@ -379,7 +392,8 @@ impl Run {
             regex::escape(&self.tmp.display().to_string())
         ))
         .unwrap();
-        let words: Vec<String> = call.argv[4..]
+        let words: Vec<String> = call
+            .verb()
             .iter()
             .map(|a| {
                 if a.starts_with("jsonpath=") {
@@ -404,7 +418,7 @@ impl Run {
             .iter()
             .filter(|c| {
                 matches!(
-                    c.argv.get(4).map(String::as_str),
+                    c.verb().first().map(String::as_str),
                     Some("apply" | "create" | "patch" | "delete")
                 )
             })
@@ -432,7 +446,7 @@ impl Run {
     /// stdin) piped into `apply -f -` (the Secret on its stdin), from 0600 files.
     fn assert_secrets_through_stdin(&self) {
         for (i, call) in self.calls.iter().enumerate() {
-            if call.argv[4..].starts_with(&["create".into(), "secret".into()]) {
+            if call.verb().starts_with(&["create".into(), "secret".into()]) {
                 assert!(!call.stdin, "{:?}", call.argv);
                 assert!(
                     call.argv.iter().any(|a| a == "--dry-run=client"),
@@ -444,7 +458,7 @@ impl Run {
                     assert_eq!(file["mode"], "600", "{file} of {:?}", call.argv);
                 }
                 let next = self.calls.get(i + 1).expect("an apply after the create");
-                assert_eq!(next.argv[4..], ["apply", "-f", "-"]);
+                assert_eq!(next.verb(), ["apply", "-f", "-"]);
                 assert!(next.stdin && next.stdin_len > 0, "apply -f - had no stdin");
             }
         }
@@ -798,6 +812,284 @@ fn an_old_gpu_driver_is_refused_unless_the_check_is_skipped() {
     let skipped = s.run("old-gpu-driver", &[HF_TOKEN], &["submit"]);
     skipped.assert_code(0);
     skipped.assert_stderr("GPU node runtime check skipped (TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1)");
+}
+
+/// Every GPU node carries a taint the request does not tolerate: never fits, naming the node
+/// and the taint, even with a Kueue queue (only "never fits" refuses then).
+#[test]
+fn an_untolerated_taint_is_refused_naming_the_node_even_with_a_queue() {
+    let s = Sandbox::new("fixtures/requests/valid/uuid-name.yaml");
+    let run = s.run("gpus-other-team", &[HF_TOKEN], &["submit"]);
+    assert_refused_by_a_gate(
+        &s,
+        &run,
+        "tao-k8s: gate fit: refused: never fits: 1 pod requesting nvidia.com/gpu 1 each, no \
+         node can take one; closest: gpu-node-1: taint dedicated=other-team:NoSchedule not \
+         tolerated",
+    );
+    // scheduling.yaml tolerates dedicated=training and waits in Kueue queue team-a.
+    let s = Sandbox::new("fixtures/requests/valid/scheduling.yaml");
+    let run = s.run("gpus-other-team", &[], &["submit"]);
+    assert_refused_by_a_gate(
+        &s,
+        &run,
+        "closest: gpu-node-1: taint dedicated=other-team:NoSchedule not tolerated",
+    );
+    // The preflight verb runs the same gates and changes nothing.
+    let run = s.run("gpus-other-team", &[], &["preflight"]);
+    assert_refused_by_a_gate(&s, &run, "tao-k8s: gate fit: refused: never fits");
+}
+
+/// Kueue admits a Job when it fits: only "never fits" refuses one with a queue. Sixteen
+/// 8-GPU pods never fit four nodes of 8.
+#[test]
+fn a_queued_job_is_refused_only_when_it_never_fits() {
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-16-kueue.yaml");
+    let run = s.run("healthy-cluster", &[], &["submit"]);
+    assert_refused_by_a_gate(
+        &s,
+        &run,
+        "tao-k8s: gate fit: refused: never fits: 16 pods requesting nvidia.com/gpu 8 each, an \
+         idle cluster has room for 4 (gpu-node-1 (1), gpu-node-2 (1), gpu-node-3 (1), \
+         gpu-node-4 (1)); closest other node: cpu-node-1: nodeSelector \
+         nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 not matched, 0 nvidia.com/gpu \
+         allocatable, the pod requests 8",
+    );
+    // Busy GPUs: one 8-GPU pod fits only an idle cluster; the queue admits it later.
+    let s = Sandbox::new("fixtures/requests/valid/scheduling.yaml");
+    let run = s.run("gpus-busy", &[], &["submit"]);
+    run.assert_code(0);
+    run.assert_stderr(
+        "tao-k8s: gate fit: pass: fits only on an idle cluster: room for 0 of 1 pod now",
+    );
+    run.assert_stderr("Kueue queue team-a admits the Job when it fits");
+    assert_eq!(run.mutations(), [DRY_RUN, APPLY]);
+    assert_eq!(s.record(&s.record_id())["state"], "RUNNING");
+}
+
+/// GPUs held by other pods: a single pod that fits only an idle cluster is submitted with a
+/// warning (it waits Pending); one that fits the free GPUs is submitted without.
+#[test]
+fn busy_gpus_make_a_single_pod_wait_with_a_warning() {
+    let s = Sandbox::new("fixtures/requests/valid/config-inline.yaml");
+    let run = s.run("gpus-busy", &[], &["submit"]);
+    run.assert_code(0);
+    run.assert_stderr(
+        "tao-k8s: gate fit: warning: fits only on an idle cluster: room for 0 of 1 pod now \
+         (gpu-node-1: 4 nvidia.com/gpu free, 4 requested by running pods; gpu-node-2: 2 \
+         nvidia.com/gpu free, 6 requested by running pods; gpu-node-3: 0 nvidia.com/gpu free, \
+         8 requested by running pods; gpu-node-4: 0 nvidia.com/gpu free, 8 requested by \
+         running pods); the pod waits Pending until the capacity frees",
+    );
+    let job = "dino-train-config";
+    assert_eq!(
+        run.mutations(),
+        [
+            strings(&[DRY_RUN, APPLY]),
+            vec![owned(&format!("configmap/{job}-spec"), job)]
+        ]
+        .concat()
+    );
+
+    let s = Sandbox::new("fixtures/requests/valid/uuid-name.yaml");
+    let run = s.run("gpus-busy", &[HF_TOKEN], &["submit"]);
+    run.assert_code(0);
+    run.assert_stderr(
+        "tao-k8s: gate fit: pass: fits now: 1 pod requesting nvidia.com/gpu 1 each, on gpu-node-1 (1)",
+    );
+}
+
+/// The issue's case: without gang scheduling, a multi-node Job whose pods do not all fit the
+/// free GPUs would start its first ranks and hold their GPUs: refused, unless the user
+/// allows it to wait Pending.
+#[test]
+fn busy_gpus_refuse_a_multi_node_job_unless_pending_is_allowed() {
+    let job = "rtdetr-train-4n";
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    let run = s.run("gpus-busy", &[], &["submit"]);
+    assert_refused_by_a_gate(
+        &s,
+        &run,
+        "tao-k8s: gate fit: refused: fits only on an idle cluster: room for 1 of 4 pods now \
+         (gpu-node-1: 4 nvidia.com/gpu free, 4 requested by running pods; gpu-node-2: 2 \
+         nvidia.com/gpu free, 6 requested by running pods; gpu-node-3: 0 nvidia.com/gpu free, \
+         8 requested by running pods; gpu-node-4: 0 nvidia.com/gpu free, 8 requested by \
+         running pods); without gang scheduling the first pods would start and hold their \
+         resources waiting for the rest: submit when it fits, through a Kueue queue, or with \
+         --allow-pending",
+    );
+    run.assert_stderr("tao-k8s: a gate refused the job (above)");
+
+    let run = s.run("gpus-busy", &[], &["submit", "--allow-pending"]);
+    run.assert_code(0);
+    run.assert_stderr("tao-k8s: gate fit: warning: fits only on an idle cluster: room for 1 of 4");
+    run.assert_stderr("--allow-pending: the first pods start and hold their resources");
+    assert_eq!(
+        run.mutations(),
+        [
+            probe(job),
+            strings(&[DRY_RUN, APPLY]),
+            vec![
+                owned(&format!("service/{job}"), job),
+                owned(&format!("configmap/{job}-spec"), job),
+            ],
+        ]
+        .concat()
+    );
+    assert_eq!(s.record_ids().len(), 1);
+}
+
+/// A service account that may not list the pods of every namespace: the fit is judged on
+/// allocatable alone, with a warning, and the submit goes on.
+#[test]
+fn pods_that_cannot_be_listed_leave_free_capacity_unchecked() {
+    let s = Sandbox::new("fixtures/requests/valid/uuid-name.yaml");
+    let scenario = s.scenario(
+        "no-pod-list",
+        "when get pods --all-namespaces\n  err Error from server (Forbidden): pods is forbidden: \
+         User \"system:serviceaccount:default:tao\" cannot list resource \"pods\" at the cluster scope\n  exit 1",
+    );
+    let run = s.run(&scenario, &[HF_TOKEN], &["submit"]);
+    run.assert_code(0);
+    run.assert_stderr("cannot list resource \"pods\" at the cluster scope");
+    run.assert_stderr(
+        "tao-k8s: cannot list the pods of every namespace: free capacity is not checked",
+    );
+    run.assert_stderr("tao-k8s: gate fit: warning: fits an idle cluster");
+    assert!(run.mutations().contains(&APPLY.to_string()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// in-cluster: a pod's service account, no kubeconfig
+
+/// Inside a pod (KUBERNETES_SERVICE_HOST set, a service account mounted) with no kubeconfig
+/// and no context: kubectl runs on its in-cluster config, so no call names a context;
+/// preflight says which mode it is in.
+#[test]
+fn in_a_pod_without_a_kubeconfig_the_service_account_is_used() {
+    let job = "tao-7f3a9c1e-2b4d-4e8f-9a6b-0c1d2e3f4a5b";
+    let s = Sandbox::new("fixtures/requests/valid/uuid-name.yaml");
+    let sa = s.path("serviceaccount");
+    fs::create_dir(&sa).unwrap();
+    fs::write(sa.join("token"), "FAKE.service-account.token").unwrap();
+    fs::write(sa.join("namespace"), "default").unwrap();
+    let sa = sa.display().to_string();
+    let env = [
+        HF_TOKEN,
+        ("TAO_K8S_CONTEXT", ""),
+        ("KUBERNETES_SERVICE_HOST", "10.96.0.1"),
+        ("KUBERNETES_SERVICE_PORT", "443"),
+        ("TAO_K8S_SERVICEACCOUNT_DIR", &sa),
+    ];
+    let in_cluster = |run: &Run| {
+        for call in &run.calls {
+            assert_eq!(
+                call.argv[..2],
+                ["--namespace", "default"],
+                "{:?}",
+                call.argv
+            );
+            assert!(
+                !call.argv.iter().any(|a| a == "--context"),
+                "{:?}",
+                call.argv
+            );
+        }
+    };
+    let run = s.run("healthy-cluster", &env, &["preflight"]);
+    run.assert_code(0);
+    run.assert_stderr(
+        "tao-k8s: in-cluster: the pod's service account (namespace default), namespace default",
+    );
+    assert_eq!(
+        run.stdout,
+        format!("preflight passed for {job} in default on the in-cluster service account\n")
+    );
+    in_cluster(&run);
+    assert_eq!(run.mutations(), Vec::<String>::new());
+
+    let run = s.run("healthy-cluster", &env, &["submit"]);
+    run.assert_code(0);
+    in_cluster(&run);
+    assert_eq!(
+        run.mutations(),
+        [
+            env_secret(&format!("{job}-creds")),
+            strings(&[DRY_RUN, APPLY]),
+            vec![owned(&format!("secret/{job}-creds"), job)],
+        ]
+        .concat()
+    );
+    assert_eq!(
+        s.record(&s.record_id())["backendRef"],
+        format!("default/{job}")
+    );
+    assert_no_leak(&s, &run, &[HF_TOKEN]);
+    assert!(!run.log.contains("FAKE.service-account.token"));
+
+    // A service account of another namespace is said.
+    fs::write(s.path("serviceaccount/namespace"), "tao-jobs").unwrap();
+    let run = s.run("healthy-cluster", &env, &["preflight"]);
+    run.assert_code(0);
+    run.assert_stderr("the manifest's namespace default is not the service account's tao-jobs");
+
+    // A kubeconfig wins: the in-cluster config is only the fallback kubectl has too.
+    fs::create_dir(s.path("home/.kube")).unwrap();
+    fs::write(
+        s.path("home/.kube/config"),
+        "apiVersion: v1\nkind: Config\n",
+    )
+    .unwrap();
+    let scenario = s.scenario("current", "when config current-context\n  out kube-ctx");
+    let run = s.run(&scenario, &env, &["preflight"]);
+    run.assert_code(0);
+    run.assert_stderr("tao-k8s: kubeconfig context kube-ctx, namespace default");
+    fs::remove_dir_all(s.path("home/.kube")).unwrap();
+
+    // KUBERNETES_SERVICE_HOST without a mounted service account: said before any call.
+    fs::remove_file(s.path("serviceaccount/token")).unwrap();
+    let run = s.run("healthy-cluster", &env, &["submit"]);
+    run.assert_code(1);
+    run.assert_stderr("no service account token is mounted at");
+    assert!(run.calls.is_empty(), "{:#?}", run.lines());
+}
+
+// ---------------------------------------------------------------------------------------------
+// resubmit: a Job of the same name exists
+
+/// Submitting the bundle again after its Job completed, or while it runs, is refused before
+/// the record opens and before any Secret is made, naming the Job, its state, the record
+/// that owns it and what to do. Nothing changes in the cluster or the records.
+#[test]
+fn a_resubmit_is_refused_while_the_job_runs_and_after_it_completed() {
+    let job = "rtdetr-train-4n";
+    for (scenario, state) in [("job-complete", "succeeded"), ("job-waiting", "active")] {
+        let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+        let id = s.running_record(&format!("default/{job}"));
+        let before = s.record(&id);
+        let run = s.run(scenario, &[NGC_KEY], &["submit"]);
+        run.assert_code(1);
+        run.assert_stderr(&format!(
+            "tao-k8s: gate job: refused: the Job default/{job} exists ({state}, owned by job \
+             record {id}): applying the manifest again would change nothing"
+        ));
+        let advice = if state == "active" {
+            "job.sh status shows it, job.sh cancel stops and deletes it"
+        } else {
+            "job.sh cancel deletes it (and its logs) before a new submit"
+        };
+        run.assert_stderr(advice);
+        run.assert_stderr("to run beside it, render the request under another metadata.name");
+        assert_eq!(run.mutations(), Vec::<String>::new(), "{scenario}");
+        assert_eq!(
+            s.record_ids(),
+            std::slice::from_ref(&id),
+            "{scenario}: a second record"
+        );
+        assert_eq!(s.record(&id), before, "{scenario}: the record changed");
+        assert!(!s.path("bundle/record-id").exists());
+        assert_no_leak(&s, &run, &[NGC_KEY]);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

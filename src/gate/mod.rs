@@ -187,16 +187,16 @@ fn job_gate(work: &Workload, cluster: &Cluster, opts: &Options) -> Verdict {
         None => "no job record here".to_string(),
     };
     let what = match job.state() {
-        "active" | "suspended" => "job.sh status shows it; job.sh cancel deletes it",
-        _ => "job.sh cancel deletes it (with its logs)",
+        "active" | "suspended" => "job.sh status shows it, job.sh cancel stops and deletes it",
+        _ => "job.sh cancel deletes it (and its logs) before a new submit",
     };
     Verdict::new(
         "job",
         Outcome::Refuse,
         format!(
             "the Job {name} exists ({}, owned by {owner}): applying the manifest again would \
-             change nothing; {what}; job.sh submit --new-name runs the request again under \
-             a new name",
+             change nothing; {what}; to run beside it, render the request under another \
+             metadata.name",
             job.state()
         ),
     )
@@ -330,7 +330,8 @@ fn fit_gate(work: &Workload, cluster: &Cluster, opts: &Options) -> Verdict {
         };
         let why = match closest {
             Some(j) => format!(
-                "; closest: {}: {}",
+                "; closest{}: {}: {}",
+                if idle == 0 { "" } else { " other node" },
                 j.name,
                 j.misfits
                     .iter()
@@ -425,13 +426,20 @@ fn fit_gate(work: &Workload, cluster: &Cluster, opts: &Options) -> Verdict {
     v
 }
 
-/// The node that fails the fewest filters, the first such in the list; none when every node
-/// takes a pod.
+/// The node nearest to taking a pod: the fewest resources too small (a request can change a
+/// toleration or a selector, not a node's GPUs), then the fewest filters failed, then the
+/// first in the list; none when every node takes a pod.
 fn closest(judged: &[fit::Judged]) -> Option<&fit::Judged> {
+    let too_small = |j: &fit::Judged| {
+        j.misfits
+            .iter()
+            .filter(|m| matches!(m, fit::Misfit::TooSmall { .. }))
+            .count()
+    };
     judged
         .iter()
         .filter(|j| !j.misfits.is_empty())
-        .min_by_key(|j| j.misfits.len())
+        .min_by_key(|j| (too_small(j), j.misfits.len()))
 }
 
 /// Whether any verdict refuses.
@@ -688,9 +696,20 @@ mod tests {
         assert_eq!(
             v.message,
             "never fits: 1 pod requesting memory 64Gi, nvidia.com/gpu 8 each, no node can take \
-             one; closest: gpu-1: 2 nvidia.com/gpu allocatable, the pod requests 8"
+             one; closest: gpu-3: taint dedicated=other-team:NoSchedule not tolerated"
         );
-        // With room on gpu-1, gpu-3's taint is the nearest reason.
+        // A node too small is farther than a taint; between nodes too small, the first.
+        let nodes = vec![
+            node("gpu-1", 2, gpu_taint(), json!({})),
+            node("gpu-4", 4, gpu_taint(), json!({})),
+        ];
+        let v = fit_of(&w, &cluster(nodes, vec![]), &Options::default());
+        assert!(
+            v.message
+                .ends_with("closest: gpu-1: 2 nvidia.com/gpu allocatable, the pod requests 8"),
+            "{}",
+            v.message
+        );
         let nodes = vec![
             node(
                 "gpu-3",
