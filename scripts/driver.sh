@@ -405,7 +405,7 @@ submit() {
   if [ "$NODES" -gt 1 ] && [ "$GPUS_PER_NODE" -gt 0 ]; then
     probe
   fi
-  RECORD_ID=$("$TAO_K8S" record open --image "$IMAGE" --network-arch "$NETWORK_ARCH" --action "$ACTION" \
+  RECORD_ID=$("$TAO_K8S" record open --platform kubernetes --image "$IMAGE" --network-arch "$NETWORK_ARCH" --action "$ACTION" \
     --storage-tier "$TIER" --results-dir "$RESULTS_DIR") || die "cannot open a job record"
   RECORD_OPEN=1
   printf '%s\n' "$RECORD_ID" >"$RECORD_FILE" || die "cannot write $RECORD_FILE"

@@ -99,11 +99,51 @@ fn namespace_precedence_is_flag_request_env_default() {
     assert_eq!(
         namespace_of(
             tao()
-                .args(["render", EXAMPLE, "-n", "from-flag"])
+                .args(["render", no_ns, "-n", "from-flag"])
                 .env("TAO_K8S_NAMESPACE", "from-env")
         ),
         "from-flag"
     );
+    assert_eq!(
+        namespace_of(tao().args(["render", EXAMPLE, "-n", "vision"])),
+        "vision"
+    );
+}
+
+/// A request's `metadata.namespace` and another `--namespace`: refused, as kubectl refuses an
+/// object whose namespace does not match its `--namespace`, naming the field and its line,
+/// and nothing is written.
+#[test]
+fn a_namespace_flag_that_contradicts_the_request_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("bundle");
+    for args in [
+        vec!["render", EXAMPLE, "-n", "from-flag"],
+        vec!["script", EXAMPLE, "--namespace", "from-flag"],
+        vec![
+            "render",
+            EXAMPLE,
+            "-n",
+            "from-flag",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    ] {
+        let out = tao().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(
+                "the namespace from the request (`metadata.namespace: vision`) does not match \
+                 --namespace `from-flag`"
+            ),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains("metadata.namespace"), "{stderr}");
+        assert!(stderr.contains(&format!("{EXAMPLE}:8:")), "{stderr}");
+        assert!(!out_dir.exists(), "{args:?} wrote a bundle");
+    }
 }
 
 #[test]

@@ -622,6 +622,22 @@ fn cli_show_field_and_json() {
         .assert()
         .success()
         .stdout("SUBMITTED\n");
+    // The names of tao_job_record.py, in snake_case, are the same fields.
+    for (field, value) in [
+        ("backend_ref", "vision/tao-train-run1\n"),
+        ("results_dir", "/results/run1\n"),
+        ("storage_tier", "A\n"),
+    ] {
+        cli(dir.path())
+            .args(["show", &id, "--field", field])
+            .assert()
+            .success()
+            .stdout(value);
+    }
+    cli(dir.path())
+        .args(["show", &id, "--field", "backend_reference"])
+        .assert()
+        .code(1);
     let out = cli(dir.path())
         .args(["show", &id])
         .assert()
@@ -646,6 +662,29 @@ fn cli_show_field_and_json() {
             .unwrap()
             .len(),
         2
+    );
+}
+
+/// The seed's command line: `open --platform kubernetes ...`; no other platform.
+#[test]
+fn cli_open_takes_the_seed_s_platform_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = [&["open", "--platform", "kubernetes"], &OPEN_ARGS[1..]].concat();
+    let out = cli(dir.path())
+        .args(&seed)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let store = Store::new(dir.path().to_path_buf());
+    assert_eq!(store.show(&id).unwrap().platform, "kubernetes");
+    let slurm = [&["open", "--platform", "slurm"], &OPEN_ARGS[1..]].concat();
+    let refused = cli(dir.path()).args(&slurm).assert().code(2);
+    let stderr = String::from_utf8_lossy(&refused.get_output().stderr).to_string();
+    assert!(
+        stderr.contains("slurm") && stderr.contains("kubernetes"),
+        "{stderr}"
     );
 }
 

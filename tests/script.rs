@@ -1271,6 +1271,10 @@ fn legacy_access_key_and_secret_key_fill_the_aws_keys() {
     );
     run.assert_secrets_through_stdin();
     assert_no_leak(&s, &run, &[ACCESS_KEY, SECRET_KEY]);
+    // Tier C keeps its results in S3, after the pod is gone: the record names the prefix.
+    let record = s.record(&s.record_id());
+    assert_eq!(record["storageTier"], "C");
+    assert_eq!(record["resultsDir"], "s3://tao-bucket/runs/yolo-train-s3/");
 }
 
 #[test]

@@ -289,7 +289,11 @@ fn options(list: &Map<String, Json>) -> Result<Options, String> {
             .as_str()
             .ok_or_else(|| format!("functionConfig.data.{key} is not a string (found {value})"))?;
         match key.as_str() {
-            "namespace" => opts.namespace = Some(text.to_string()),
+            "namespace" => {
+                // As kustomize's namespace transformer: it replaces the request's.
+                opts.namespace = Some(text.to_string());
+                opts.namespace_overrides = true;
+            }
             "kubeVersion" => {
                 let version: KubeVersion = text
                     .parse()

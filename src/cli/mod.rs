@@ -64,9 +64,9 @@ enum Command {
   tao-k8s render --nccl-probe request.yaml | kubectl apply -f -
 
 The namespace is --namespace, else the request's metadata.namespace, else $TAO_K8S_NAMESPACE,
-else `default`. Diagnostics go to stderr; nothing is printed on stdout unless every request
-compiles and every object passes its strict schema (or, with --keep-going, for the requests
-that do; the exit code is still 1).")]
+else `default`; a --namespace other than metadata.namespace is refused. Diagnostics go to
+stderr; nothing is printed on stdout unless every request compiles and every object passes its
+strict schema (or, with --keep-going, for the requests that do; the exit code is still 1).")]
     Render {
         /// Request files (YAML or JSON), `-` for stdin, or folders: their *.yaml, *.yml and
         /// *.json files, sorted, not their subfolders.
@@ -80,7 +80,7 @@ that do; the exit code is still 1).")]
         /// Not with --out, whose bundle is YAML for kubectl and the driver script.
         #[arg(short, long, value_enum, conflicts_with = "out")]
         output: Option<Format>,
-        /// Namespace of every object; wins over the request.
+        /// Namespace of every object; refused if the request names another.
         #[arg(short, long)]
         namespace: Option<String>,
         /// Target Kubernetes minor version (1.28 to 1.37): only fields on by default there are
@@ -122,7 +122,7 @@ that do; the exit code is still 1).")]
     Script {
         /// The request file (YAML or JSON), or `-` for stdin.
         request: PathBuf,
-        /// Namespace of every object; wins over the request.
+        /// Namespace of every object; refused if the request names another.
         #[arg(short, long)]
         namespace: Option<String>,
         /// A directory of templates (`*.j2`) that replace the embedded ones of the same name:
@@ -160,7 +160,7 @@ that do; the exit code is still 1).")]
         /// The directory to write `staging-map.json` and `spec.yaml` into (created if missing).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
-        /// Namespace of every object; wins over the request.
+        /// Namespace of every object; refused if the request names another.
         #[arg(short, long)]
         namespace: Option<String>,
         /// A directory of templates (`*.j2`) that replace the embedded ones of the same name:

@@ -15,10 +15,10 @@ const REFUSED: u8 = 1;
 /// Job records: open, mark, show, list.
 #[derive(Args)]
 #[command(after_help = "Examples:
-  id=$(tao-k8s record open --image nvcr.io/nvidia/tao/tao-toolkit:5.5.0-pyt \\
+  id=$(tao-k8s record open --platform kubernetes --image nvcr.io/nvidia/tao/tao-toolkit:5.5.0-pyt \\
          --network-arch dino --action train --storage-tier A --results-dir /results/run1)
   tao-k8s record mark \"$id\" SUBMITTED --source driver --backend-ref vision/tao-train-run1
-  kubectl -n \"$(tao-k8s record show \"$id\" --field backendRef | cut -d/ -f1)\" get jobs
+  kubectl -n \"$(tao-k8s record show \"$id\" --field backend_ref | cut -d/ -f1)\" get jobs
   tao-k8s record list
 
 Records live in $TAO_K8S_STATE_DIR, else $XDG_STATE_HOME/tao-k8s, else
@@ -39,6 +39,10 @@ pub struct RecordArgs {
 enum Action {
     /// Open a record before launch and print its new id (and nothing else) on stdout.
     Open {
+        /// The platform the job runs on; only `kubernetes` (accepted for the command line of
+        /// tao_job_record.py).
+        #[arg(long, value_parser = ["kubernetes"], default_value = "kubernetes")]
+        platform: String,
         /// The container image.
         #[arg(long)]
         image: String,
@@ -79,7 +83,8 @@ enum Action {
     Show {
         /// The record id.
         id: String,
-        /// Only this field (e.g. backendRef, state); exit 1 if the record has none.
+        /// Only this field (e.g. backendRef, state; or as tao_job_record.py names them,
+        /// backend_ref, results_dir); exit 1 if the record has none.
         #[arg(long)]
         field: Option<String>,
     },
@@ -123,6 +128,7 @@ pub fn run(args: RecordArgs) -> ExitCode {
     };
     match args.command {
         Action::Open {
+            platform: _,
             image,
             network_arch,
             action,
@@ -179,10 +185,19 @@ fn show(record: &Record, field: Option<&str>) -> ExitCode {
     let Some(field) = field else {
         return emit(&(pretty(record) + "\n"));
     };
-    // A `Value` map sorts its keys, so only the one field goes through it.
+    // A `Value` map sorts its keys, so only the one field goes through it. A snake_case name
+    // (`backend_ref`) is the camelCase field (`backendRef`).
+    let mut camel = String::new();
+    let mut words = field.split('_');
+    camel.extend(words.next());
+    for word in words {
+        let mut chars = word.chars();
+        camel.extend(chars.next().map(|c| c.to_ascii_uppercase()));
+        camel.push_str(chars.as_str());
+    }
     match serde_json::to_value(record)
         .expect("records serialize")
-        .get(field)
+        .get(&camel)
     {
         // Strings bare, so `$(... --field backendRef)` is the value itself.
         Some(Value::String(s)) => emit(&format!("{s}\n")),

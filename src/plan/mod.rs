@@ -141,8 +141,11 @@ impl fmt::Display for KubeVersion {
 /// What the caller decides beyond the request.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// `--namespace`; wins over the request.
+    /// `--namespace`; refused if the request names another, unless `namespace_overrides`.
     pub namespace: Option<String>,
+    /// `namespace` replaces the request's (a KRM function's config, as kustomize's namespace
+    /// transformer does) instead of having to agree with it (a command line's `--namespace`).
+    pub namespace_overrides: bool,
     /// `$TAO_K8S_NAMESPACE`; used when neither the flag nor the request names one.
     pub env_namespace: Option<String>,
     pub kube_version: KubeVersion,
@@ -160,6 +163,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             namespace: None,
+            namespace_overrides: false,
             env_namespace: None,
             kube_version: KubeVersion::DEFAULT,
             nccl_probe: false,
@@ -285,6 +289,8 @@ pub struct Run {
     /// The storage tier, `A` or `C`.
     #[schemars(extend("enum" = ["A", "C"]))]
     pub tier: &'static str,
+    /// Where the results are kept: `resultsDir` on a mount (tier A), the S3 prefix it is
+    /// uploaded to (tier C).
     pub results_dir: String,
     /// The NCCL probe's Job, for multi-node jobs with GPUs.
     pub probe_job: Option<String>,
@@ -325,7 +331,17 @@ fn run(req: &ActionRequest, pod: &Pod) -> Run {
             crate::request::Tier::A => "A",
             crate::request::Tier::C => "C",
         },
-        results_dir: spec.results_dir.clone(),
+        // Tier C's results survive the pod in S3: the record names that prefix.
+        results_dir: match (req.tier(), spec.storage.s3.as_ref()) {
+            (
+                crate::request::Tier::C,
+                Some(crate::request::S3 {
+                    results: Some(results),
+                    ..
+                }),
+            ) => results.uri.clone(),
+            _ => spec.results_dir.clone(),
+        },
         probe_job: (nodes > 1 && gpus > 0)
             .then(|| Names::derive(&probe_name(&req.metadata.name), 2, None).job),
     }
@@ -547,7 +563,7 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
     let req = &loaded.request;
     let spec = &req.spec;
     let mut errors = Vec::new();
-    let namespace = namespace(req, opts).unwrap_or_else(|d| {
+    let namespace = namespace(loaded, opts).unwrap_or_else(|d| {
         errors.push(d);
         String::new()
     });
@@ -688,8 +704,11 @@ impl Volume {
     }
 }
 
-/// flag > request > `$TAO_K8S_NAMESPACE` > `default`.
-fn namespace(req: &ActionRequest, opts: &Options) -> Result<String, Diagnostic> {
+/// flag or request > `$TAO_K8S_NAMESPACE` > `default`. A flag that names another namespace
+/// than the request's is refused, as kubectl refuses an object of another namespace than its
+/// `--namespace`: neither silently wins.
+fn namespace(loaded: &Loaded, opts: &Options) -> Result<String, Diagnostic> {
+    let req = &loaded.request;
     let (ns, from) = if let Some(ns) = &opts.namespace {
         (ns.as_str(), "--namespace")
     } else if let Some(ns) = &req.metadata.namespace {
@@ -699,14 +718,39 @@ fn namespace(req: &ActionRequest, opts: &Options) -> Result<String, Diagnostic> 
     } else {
         ("default", "the default")
     };
-    if names::is_dns1123_label(ns) {
-        Ok(ns.to_string())
-    } else {
-        Err(Diagnostic::error(
+    if !names::is_dns1123_label(ns) {
+        return Err(Diagnostic::error(
             OPTION,
             format!("namespace `{ns}` from {from} is not a valid namespace name"),
         )
-        .help("a DNS-1123 label: lowercase letters, digits and `-`, at most 63 characters"))
+        .help("a DNS-1123 label: lowercase letters, digits and `-`, at most 63 characters"));
+    }
+    match &req.metadata.namespace {
+        Some(own) if own != ns && !opts.namespace_overrides => {
+            let path = [
+                crate::yaml::Step::Key("metadata".into()),
+                crate::yaml::Step::Key("namespace".into()),
+            ];
+            let mut d = Diagnostic::error(
+                OPTION,
+                format!(
+                    "the namespace from the request (`metadata.namespace: {own}`) does not \
+                     match --namespace `{ns}`"
+                ),
+            )
+            .at_path("metadata.namespace")
+            .help(format!(
+                "drop --namespace, pass --namespace {own}, or change metadata.namespace to {ns}"
+            ));
+            if let Some((_, node)) = loaded.tree.lookup(&path) {
+                d = d.primary(
+                    node.span.clone(),
+                    format!("the request's namespace is `{own}`"),
+                );
+            }
+            Err(d)
+        }
+        _ => Ok(ns.to_string()),
     }
 }
 
