@@ -24,6 +24,7 @@ usage() {
                                         gates, job record, Secrets, dry-run, apply
   job.sh status [--record ID]           state of the job (works from another shell)
   job.sh logs [--tail N] [--follow] [--index I]
+                                        the last N lines (200 while it runs, all once it ended)
   job.sh cancel [--record ID]           delete the Job and what belongs to it
   job.sh probe                          run the NCCL probe now (multi-node)
   job.sh help                           this text
@@ -59,7 +60,7 @@ esac
 CONTEXT=${TAO_K8S_CONTEXT:-}
 # TAO_K8S_NAMESPACE was applied when the manifest was rendered; it is fixed now.
 NAMESPACE=$MANIFEST_NAMESPACE
-REPROBE=0 TAIL=200 FOLLOW=0 INDEX='' RECORD_ID='' PULL_CREATED=0 ALLOW_PENDING=''
+REPROBE=0 TAIL='' FOLLOW=0 INDEX='' RECORD_ID='' PULL_CREATED=0 ALLOW_PENDING=''
 IN_CLUSTER=0 WHERE='' KEY=''
 SA_DIR=${TAO_K8S_SERVICEACCOUNT_DIR:-/var/run/secrets/kubernetes.io/serviceaccount}
 while [ $# -gt 0 ]; do
@@ -455,28 +456,41 @@ backend() {
   TARGET=${ref#*/}
 }
 
+# The Job and one line per pod (index, phase, node, why it waits or ended, exit code,
+# OOMKilled, restarts, the scheduler's message), written by tao-k8s from kubectl's JSON. A Job
+# that ended closes its record, a failed one with the reason.
 status() {
   find_tao_k8s
   resolve_context
   backend
-  local summary conditions
-  summary=$(k get job "$TARGET" -o jsonpath='active={.status.active} succeeded={.status.succeeded} failed={.status.failed} completed-indexes={.status.completedIndexes} failed-indexes={.status.failedIndexes}')
-  conditions=$(k get job "$TARGET" -o jsonpath='{range .status.conditions[?(@.status=="True")]}{.type}{" "}{end}')
-  echo "$NAMESPACE/$TARGET: ${conditions:-running} $summary"
-  k get pods -l "batch.kubernetes.io/job-name=$TARGET" -o jsonpath='{range .items[*]}{.metadata.name}{" "}{range .status.initContainerStatuses[*]}{.state.waiting.reason}{" "}{end}{range .status.containerStatuses[*]}{.state.waiting.reason}{" "}{end}{range .status.conditions[?(@.reason=="Unschedulable")]}{.message}{end}{"\n"}{end}' |
-    while read -r pod reason; do
-      [ -z "$reason" ] || echo "  $pod waits: $reason"
-    done
-  case " $conditions " in
-    *" Complete "*) "$TAO_K8S" record mark "$RECORD_ID" SUCCEEDED --source driver >/dev/null 2>&1 || true ;;
-    *" Failed "*) "$TAO_K8S" record mark "$RECORD_ID" FAILED --source driver --reason "the Job failed" >/dev/null 2>&1 || true ;;
+  local dir=$tmpdir/cluster reason
+  quiet k get job "$TARGET" -o json >"$dir/job.json" ||
+    die "the Job $NAMESPACE/$TARGET cannot be read (deleted by job.sh cancel, or by its TTL after it ended?)"
+  quiet k get pods -l "batch.kubernetes.io/job-name=$TARGET" -o json >"$dir/pods.json" ||
+    die "the pods of the Job $NAMESPACE/$TARGET cannot be listed"
+  "$TAO_K8S" job-status "$dir" >"$tmpdir/status" || die "cannot read the status of the Job $TARGET"
+  cat "$tmpdir/status"
+  case $(head -n 1 "$tmpdir/status") in
+    *": Complete ("*) "$TAO_K8S" record mark "$RECORD_ID" SUCCEEDED --source driver >/dev/null 2>&1 || true ;;
+    *": Failed ("*)
+      reason=$("$TAO_K8S" job-status "$dir" --reason) || reason="the Job failed"
+      "$TAO_K8S" record mark "$RECORD_ID" FAILED --source driver --reason "${reason:0:4000}" >/dev/null 2>&1 || true
+      ;;
   esac
 }
 
+# The logs of the main container: the last TAIL lines (--tail), 200 by default while the Job
+# runs and the whole log once it ended.
 logs() {
   find_tao_k8s
   resolve_context
   backend
+  if [ -z "$TAIL" ]; then
+    case " $(k get job "$TARGET" -o jsonpath='{range .status.conditions[?(@.status=="True")]}{.type}{" "}{end}' 2>/dev/null || true) " in
+      *" Complete "* | *" Failed "*) TAIL=-1 ;;
+      *) TAIL=200 ;;
+    esac
+  fi
   local labels="batch.kubernetes.io/job-name=$TARGET" args=(--prefix --tail "$TAIL" -c "$MAIN_CONTAINER" --max-log-requests "$((NODES + 5))")
   [ -n "$INDEX" ] && labels="$labels,batch.kubernetes.io/job-completion-index=$INDEX"
   [ "$FOLLOW" = 1 ] && args+=(--follow)

@@ -1298,7 +1298,7 @@ fn a_missing_required_key_fails_the_record_and_creates_no_secret() {
 // status, logs, cancel: from the record
 
 #[test]
-fn status_in_a_fresh_shell_reads_the_record_and_reports_waiting_pods() {
+fn status_in_a_fresh_shell_reads_the_record_and_reports_each_index() {
     let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
     let id = s.running_record("default/rtdetr-train-4n");
     s.render("fresh");
@@ -1306,17 +1306,21 @@ fn status_in_a_fresh_shell_reads_the_record_and_reports_waiting_pods() {
     run.assert_code(0);
     assert_eq!(
         run.stdout,
-        "default/rtdetr-train-4n: running active=4 succeeded= failed= completed-indexes= \
-         failed-indexes=\n  \
-         rtdetr-train-4n-0-x7k2p waits: ImagePullBackOff\n  \
-         rtdetr-train-4n-3-q9w8e waits: 0/6 nodes are available: 6 Insufficient nvidia.com/gpu.\n"
+        "default/rtdetr-train-4n: running (active 4, succeeded 0, failed 0)\n  \
+         index 0 rtdetr-train-4n-0-x7k2p: Pending on gpu-node-1, stage-config waiting \
+         ImagePullBackOff (Back-off pulling image \"nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt\")\n  \
+         index 1 rtdetr-train-4n-1-b8d4c: Running on gpu-node-2\n  \
+         index 2 rtdetr-train-4n-2-m3n5q: Running on gpu-node-3, OOMKilled before, 2 restarts\n  \
+         index 3 rtdetr-train-4n-3-q9w8e: Pending, not scheduled, Unschedulable: 0/6 nodes are \
+         available: 2 Insufficient nvidia.com/gpu, 4 node(s) had untolerated taint {dedicated: \
+         other-team}. preemption: 0/6 nodes are available: 6 Preemption is not helpful for \
+         scheduling.\n"
     );
     assert_eq!(
         run.lines(),
         [
-            "get job rtdetr-train-4n -o jsonpath=…",
-            "get job rtdetr-train-4n -o jsonpath=…",
-            "get pods -l batch.kubernetes.io/job-name=rtdetr-train-4n -o jsonpath=…",
+            "get job rtdetr-train-4n -o json",
+            "get pods -l batch.kubernetes.io/job-name=rtdetr-train-4n -o json",
         ]
     );
     run.assert_scoped("default");
@@ -1331,12 +1335,14 @@ fn status_marks_the_record_succeeded_when_the_job_is_complete() {
     let run = s.run_in("fresh", "job-complete", &[], &["status", "--record", &id]);
     run.assert_code(0);
     assert!(
-        run.stdout.starts_with("default/rtdetr-train-4n: Complete"),
+        run.stdout
+            .starts_with("default/rtdetr-train-4n: Complete (active 0, succeeded 4, failed 0)\n"),
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("succeeded=4"));
-    assert!(!run.stdout.contains("waits"));
+    assert!(run.stdout.contains(
+        "  index 3 rtdetr-train-4n-3-q9w8e: Succeeded on gpu-node-4, tao terminated Completed, exit code 0\n"
+    ));
     assert_eq!(run.mutations(), Vec::<String>::new());
     let record = s.record(&id);
     assert_eq!(record["state"], "SUCCEEDED");
@@ -1344,6 +1350,26 @@ fn status_marks_the_record_succeeded_when_the_job_is_complete() {
         states(&record),
         ["OPEN", "SUBMITTED", "RUNNING", "SUCCEEDED"]
     );
+}
+
+/// A failed Job: the record ends FAILED with the Job's reason and the pod that failed.
+#[test]
+fn status_records_why_the_job_failed() {
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    let id = s.running_record("default/rtdetr-train-4n");
+    let run = s.run("job-failed", &[], &["status", "--record", &id]);
+    run.assert_code(0);
+    assert!(run.stdout.contains(
+        "  index 2 rtdetr-train-4n-2-m3n5q: Failed on gpu-node-3, tao terminated OOMKilled, exit code 137\n"
+    ), "{}", run.stdout);
+    let record = s.record(&id);
+    assert_eq!(states(&record), ["OPEN", "SUBMITTED", "RUNNING", "FAILED"]);
+    assert_eq!(
+        last_reason(&record),
+        "the Job failed: BackoffLimitExceeded (Job has reached the specified backoff limit); \
+         index 2 rtdetr-train-4n-2-m3n5q: Failed on gpu-node-3, tao terminated OOMKilled, exit code 137"
+    );
+    assert_eq!(run.mutations(), Vec::<String>::new());
 }
 
 #[test]
@@ -1358,9 +1384,12 @@ fn logs_of_one_index() {
     run.assert_code(0);
     assert_eq!(
         run.lines(),
-        ["logs -l batch.kubernetes.io/job-name=rtdetr-train-4n,\
-          batch.kubernetes.io/job-completion-index=2 --prefix --tail 200 -c tao \
-          --max-log-requests 9"]
+        [
+            "get job rtdetr-train-4n -o jsonpath=…",
+            "logs -l batch.kubernetes.io/job-name=rtdetr-train-4n,\
+             batch.kubernetes.io/job-completion-index=2 --prefix --tail 200 -c tao \
+             --max-log-requests 9"
+        ]
     );
     run.assert_scoped("default");
     assert_eq!(
@@ -1382,6 +1411,25 @@ fn logs_of_one_index() {
           --max-log-requests 9 --follow"
         ]
     );
+
+    // A Job that ended: the whole log, unless --tail says otherwise.
+    let run = s.run("job-complete", &[], &["logs", "--record", &id]);
+    run.assert_code(0);
+    assert_eq!(
+        run.lines(),
+        [
+            "get job rtdetr-train-4n -o jsonpath=…",
+            "logs -l batch.kubernetes.io/job-name=rtdetr-train-4n --prefix --tail -1 -c tao \
+             --max-log-requests 9"
+        ]
+    );
+    let run = s.run(
+        "job-complete",
+        &[],
+        &["logs", "--tail", "5", "--record", &id],
+    );
+    run.assert_code(0);
+    assert!(run.lines()[0].contains("--tail 5 "), "{:?}", run.lines());
 }
 
 #[test]

@@ -146,3 +146,32 @@ fn owner(backend: &str) -> Option<String> {
         .find(|r| r.backend_ref.as_deref() == Some(backend))
         .map(|r| r.id)
 }
+
+/// What `job.sh status` prints, from DIR/job.json and DIR/pods.json (the Job's pods).
+#[derive(Args)]
+pub struct StatusArgs {
+    /// The directory of what kubectl returned.
+    dir: PathBuf,
+    /// Print only why the Job failed (nothing if it did not), for its record.
+    #[arg(long)]
+    reason: bool,
+}
+
+pub fn status(args: StatusArgs) -> ExitCode {
+    let read_all = || -> Result<(objects::Job, Vec<objects::Pod>), String> {
+        let job = read(&args.dir, "job.json")?
+            .ok_or_else(|| format!("{}: no job.json", args.dir.display()))?;
+        let pods: Option<objects::List<objects::Pod>> = read(&args.dir, "pods.json")?;
+        Ok((job, pods.map(|l| l.items).unwrap_or_default()))
+    };
+    match read_all() {
+        Ok((job, pods)) if args.reason => {
+            emit(&gate::status::terminal_reason(&job, &pods).map_or(String::new(), |r| r + "\n"))
+        }
+        Ok((job, pods)) => emit(&gate::status::text(&job, &pods)),
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(USAGE)
+        }
+    }
+}

@@ -139,6 +139,9 @@ strict schema (or, with --keep-going, for the requests that do; the exit code is
     /// Decide the driver's gates (existing Job, server version, claims, where the pods fit)
     /// from the manifest and what kubectl returned. Used by the driver script.
     Gate(gate::GateArgs),
+    /// The status of a Job and its pods, from what kubectl returned. Used by the driver script.
+    #[command(hide = true)]
+    JobStatus(gate::StatusArgs),
     #[command(hide = true)]
     KeptFields { manifest: PathBuf, answer: PathBuf },
     /// Print a docker config (`.dockerconfigjson`) for one registry, the password read from
@@ -467,6 +470,7 @@ pub fn run() -> ExitCode {
         Command::RegistryAuth { server, username } => registry_auth(&out, &server, &username),
         Command::Record(args) => record::run(args),
         Command::Gate(args) => gate::run(args),
+        Command::JobStatus(args) => gate::status(args),
         Command::Schema { template_context } => emit(&if template_context {
             tao_k8s::plan::context_schema_text()
         } else {

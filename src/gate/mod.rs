@@ -1,4 +1,5 @@
-//! The driver's gates, decided from what kubectl returned and the manifest, without I/O: the
+//! The driver's gates, decided from what kubectl returned and the manifest, without I/O (and,
+//! in [`status`], what `job.sh status` says of a running Job): the
 //! driver gathers `kubectl get` answers into files and `tao-k8s gate` reads them. Each gate
 //! gives one verdict (pass, warn, refuse) and a sentence:
 //!
@@ -14,6 +15,7 @@
 
 pub mod fit;
 pub mod objects;
+pub mod status;
 
 use objects::{Claim, Job, Node, Pod, PodSpec, Version};
 use serde::{Deserialize, Serialize};

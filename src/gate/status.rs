@@ -1,0 +1,251 @@
+//! What `job.sh status` says about a Job, from `kubectl get job -o json` and the pods of the
+//! Job (`kubectl get pods -l batch.kubernetes.io/job-name=NAME -o json`): the Job's state and
+//! counts, then one line per pod by completion index with its phase, node, the reason it
+//! waits or ended, its exit code, `OOMKilled`, its restarts, and for a pod not scheduled the
+//! scheduler's last message (the PodScheduled condition). A failed Job also gets the reason
+//! its record ends with.
+
+use super::objects::{ContainerStatus, Job, Pod, StateDetail};
+
+/// The label of an Indexed Job's pods that holds their index.
+const INDEX_LABEL: &str = "batch.kubernetes.io/job-completion-index";
+
+/// `Complete`, `Failed` or `running`.
+pub fn state(job: &Job) -> &'static str {
+    match job.state() {
+        "succeeded" => "Complete",
+        "failed" => "Failed",
+        "suspended" => "suspended",
+        _ => "running",
+    }
+}
+
+/// The status text: a line for the Job, a line per pod.
+pub fn text(job: &Job, pods: &[Pod]) -> String {
+    let s = &job.status;
+    let mut out = format!(
+        "{}/{}: {} (active {}, succeeded {}, failed {})\n",
+        job.metadata.namespace,
+        job.metadata.name,
+        state(job),
+        s.active,
+        s.succeeded,
+        s.failed
+    );
+    let mut sorted: Vec<&Pod> = pods.iter().collect();
+    sorted.sort_by_key(|p| (index(p).unwrap_or(u64::MAX), p.metadata.name.clone()));
+    for pod in sorted {
+        out.push_str("  ");
+        out.push_str(&pod_line(pod));
+        out.push('\n');
+    }
+    out
+}
+
+fn index(pod: &Pod) -> Option<u64> {
+    pod.metadata.labels.get(INDEX_LABEL)?.parse().ok()
+}
+
+/// One pod: `index 2 NAME: Failed on gpu-node-3, terminated OOMKilled (OOMKilled), exit code
+/// 137, 1 restart`.
+pub fn pod_line(pod: &Pod) -> String {
+    let who = match index(pod) {
+        Some(i) => format!("index {i} {}", pod.metadata.name),
+        None => pod.metadata.name.clone(),
+    };
+    let phase = if pod.status.phase.is_empty() {
+        "Unknown"
+    } else {
+        &pod.status.phase
+    };
+    let mut parts = vec![match pod.spec.node_name.as_str() {
+        "" => format!("{phase}, not scheduled"),
+        node => format!("{phase} on {node}"),
+    }];
+    if let Some((name, detail)) = telling(pod) {
+        parts.push(detail_text(name, detail));
+    }
+    let oom = all_statuses(pod).any(|c| {
+        [&c.state.terminated, &c.last_state.terminated]
+            .into_iter()
+            .flatten()
+            .any(|t| t.reason == "OOMKilled")
+    });
+    if oom && !parts.iter().any(|p| p.contains("OOMKilled")) {
+        parts.push("OOMKilled before".into());
+    }
+    let restarts: u64 = all_statuses(pod).map(|c| c.restart_count).sum();
+    if restarts > 0 {
+        parts.push(format!(
+            "{restarts} restart{}",
+            if restarts == 1 { "" } else { "s" }
+        ));
+    }
+    if let Some(c) = pod
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.kind == "PodScheduled" && c.status == "False")
+    {
+        let reason = if c.reason.is_empty() {
+            "not scheduled"
+        } else {
+            &c.reason
+        };
+        parts.push(format!("{reason}: {}", one_line(&c.message)));
+    }
+    format!("{who}: {}", parts.join(", "))
+}
+
+fn all_statuses(pod: &Pod) -> impl Iterator<Item = &ContainerStatus> {
+    pod.status
+        .init_container_statuses
+        .iter()
+        .chain(&pod.status.container_statuses)
+}
+
+/// A container's state when it waits or ended.
+fn waiting_or_ended(c: &ContainerStatus) -> Option<(&'static str, &StateDetail)> {
+    if let Some(w) = &c.state.waiting {
+        return Some(("waiting", w));
+    }
+    c.state.terminated.as_ref().map(|t| ("terminated", t))
+}
+
+/// The container state that tells most: an init container that waits or failed, else the
+/// first container that waits or ended.
+fn telling(pod: &Pod) -> Option<(&str, (&'static str, &StateDetail))> {
+    let init = pod.status.init_container_statuses.iter().find_map(|c| {
+        let (kind, d) = waiting_or_ended(c)?;
+        (kind == "waiting" || d.exit_code.unwrap_or(0) != 0).then_some((c.name.as_str(), (kind, d)))
+    });
+    init.or_else(|| {
+        pod.status
+            .container_statuses
+            .iter()
+            .find_map(|c| Some((c.name.as_str(), waiting_or_ended(c)?)))
+    })
+}
+
+fn detail_text(container: &str, (kind, d): (&str, &StateDetail)) -> String {
+    let mut text = format!("{container} {kind}");
+    if !d.reason.is_empty() {
+        text += &format!(" {}", d.reason);
+    }
+    if let Some(code) = d.exit_code {
+        text += &format!(", exit code {code}");
+    }
+    if !d.message.is_empty() && kind == "waiting" {
+        text += &format!(" ({})", one_line(&d.message));
+    }
+    text
+}
+
+/// A message on one line, without control characters, cut at 300 characters.
+fn one_line(message: &str) -> String {
+    let flat: String = message
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let flat = flat.trim();
+    match flat.char_indices().nth(300) {
+        Some((at, _)) => format!("{}...", &flat[..at]),
+        None => flat.to_string(),
+    }
+}
+
+/// Why a failed Job failed, for its record: the Failed condition's reason and message, and
+/// the first pod that ended badly. `None` unless the Job failed.
+pub fn terminal_reason(job: &Job, pods: &[Pod]) -> Option<String> {
+    let failed = job
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.kind == "Failed" && c.status == "True")?;
+    let mut reason = format!("the Job failed: {}", failed.reason);
+    if !failed.message.is_empty() {
+        reason += &format!(" ({})", one_line(&failed.message));
+    }
+    let mut sorted: Vec<&Pod> = pods.iter().collect();
+    sorted.sort_by_key(|p| (index(p).unwrap_or(u64::MAX), p.metadata.name.clone()));
+    if let Some(pod) = sorted.iter().find(|p| p.status.phase == "Failed") {
+        reason += &format!("; {}", pod_line(pod));
+    }
+    Some(reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(v: serde_json::Value) -> Pod {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn each_pod_says_phase_node_reason_exit_code_oom_restarts_and_scheduling() {
+        let oom = pod(json!({
+            "metadata": {"name": "j-2-abc", "labels": {INDEX_LABEL: "2"}},
+            "spec": {"nodeName": "gpu-node-3"},
+            "status": {"phase": "Failed", "containerStatuses": [{"name": "tao", "restartCount": 1,
+                "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]},
+        }));
+        assert_eq!(
+            pod_line(&oom),
+            "index 2 j-2-abc: Failed on gpu-node-3, tao terminated OOMKilled, exit code 137, 1 restart"
+        );
+        let pending = pod(json!({
+            "metadata": {"name": "j-3-q", "labels": {INDEX_LABEL: "3"}},
+            "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "0/6 nodes are available: 2 Insufficient nvidia.com/gpu,\n4 node(s) had untolerated taint {dedicated: other-team}."}]},
+        }));
+        assert_eq!(
+            pod_line(&pending),
+            "index 3 j-3-q: Pending, not scheduled, Unschedulable: 0/6 nodes are available: 2 \
+             Insufficient nvidia.com/gpu, 4 node(s) had untolerated taint {dedicated: other-team}."
+        );
+        let pulling = pod(json!({
+            "metadata": {"name": "j-0-x", "labels": {INDEX_LABEL: "0"}},
+            "spec": {"nodeName": "gpu-node-1"},
+            "status": {"phase": "Pending",
+                "initContainerStatuses": [{"name": "stage-config", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}}],
+                "containerStatuses": [{"name": "tao", "state": {"waiting": {"reason": "PodInitializing"}}}]},
+        }));
+        assert_eq!(
+            pod_line(&pulling),
+            "index 0 j-0-x: Pending on gpu-node-1, stage-config waiting ImagePullBackOff (Back-off pulling image)"
+        );
+        let restarted = pod(json!({
+            "metadata": {"name": "j-1-y", "labels": {INDEX_LABEL: "1"}},
+            "spec": {"nodeName": "gpu-node-2"},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "tao", "restartCount": 3,
+                "state": {"running": {}}, "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]},
+        }));
+        assert_eq!(
+            pod_line(&restarted),
+            "index 1 j-1-y: Running on gpu-node-2, OOMKilled before, 3 restarts"
+        );
+        let job: Job = serde_json::from_value(json!({
+            "metadata": {"name": "j", "namespace": "default"},
+            "status": {"failed": 1, "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"}]},
+        }))
+        .unwrap();
+        let pods = [restarted, oom, pulling, pending];
+        let text = text(&job, &pods);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "default/j: Failed (active 0, succeeded 0, failed 1)"
+        );
+        assert!(
+            lines[1].starts_with("  index 0 ") && lines[4].starts_with("  index 3 "),
+            "{text}"
+        );
+        assert_eq!(
+            terminal_reason(&job, &pods).unwrap(),
+            "the Job failed: BackoffLimitExceeded (Job has reached the specified backoff limit); \
+             index 2 j-2-abc: Failed on gpu-node-3, tao terminated OOMKilled, exit code 137, 1 restart"
+        );
+    }
+}
