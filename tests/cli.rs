@@ -11,8 +11,10 @@ const EXAMPLE: &str = "examples/dino-train.yaml";
 
 fn tao() -> Command {
     let mut cmd = Command::cargo_bin("tao-k8s").unwrap();
+    // Not inside a pod either: there the namespace would default to the service account's.
     cmd.current_dir(ROOT)
         .env_remove("TAO_K8S_NAMESPACE")
+        .env_remove("KUBERNETES_SERVICE_HOST")
         .arg("--color=never");
     cmd
 }
@@ -108,6 +110,56 @@ fn namespace_precedence_is_flag_request_env_default() {
         namespace_of(tao().args(["render", EXAMPLE, "-n", "vision"])),
         "vision"
     );
+}
+
+/// Inside a pod with no kubeconfig, a request without a namespace goes to the service
+/// account's namespace, as kubectl's in-cluster config does; a kubeconfig, the flag, the
+/// request and TAO_K8S_NAMESPACE come first.
+#[test]
+fn in_a_pod_the_default_namespace_is_the_service_account_s() {
+    let no_ns = "fixtures/requests/valid/shell-mode.yaml";
+    let dir = tempfile::tempdir().unwrap();
+    let sa = dir.path().join("serviceaccount");
+    std::fs::create_dir(&sa).unwrap();
+    std::fs::write(sa.join("namespace"), "tao-jobs\n").unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let in_pod = |cmd: &mut Command| -> String {
+        namespace_of(
+            cmd.env("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+                .env("TAO_K8S_SERVICEACCOUNT_DIR", &sa)
+                .env("HOME", &home),
+        )
+    };
+    let tao = || {
+        let mut cmd = tao();
+        cmd.env_remove("KUBECONFIG");
+        cmd
+    };
+    assert_eq!(in_pod(tao().args(["render", no_ns])), "tao-jobs");
+    assert_eq!(in_pod(tao().args(["render", EXAMPLE])), "vision");
+    assert_eq!(
+        in_pod(tao().args(["render", no_ns, "-n", "other"])),
+        "other"
+    );
+    assert_eq!(
+        in_pod(
+            tao()
+                .args(["render", no_ns])
+                .env("TAO_K8S_NAMESPACE", "from-env")
+        ),
+        "from-env"
+    );
+    assert_eq!(
+        in_pod(
+            tao()
+                .args(["render", no_ns])
+                .env("KUBECONFIG", "/nonexistent")
+        ),
+        "default"
+    );
+    std::fs::write(sa.join("namespace"), "Not_A_Namespace").unwrap();
+    assert_eq!(in_pod(tao().args(["render", no_ns])), "default");
 }
 
 /// A request's `metadata.namespace` and another `--namespace`: refused, as kubectl refuses an

@@ -78,6 +78,7 @@ fn tao(args: &[&str], state: &Path) -> std::process::Output {
         .args(args)
         .env("TAO_K8S_STATE_DIR", state)
         .env_remove("TAO_K8S_NAMESPACE")
+        .env_remove("KUBERNETES_SERVICE_HOST")
         .stdin(Stdio::null())
         .output()
         .unwrap()
@@ -127,6 +128,7 @@ impl Sandbox {
             ])
             .env("TAO_K8S_STATE_DIR", self.path("state"))
             .env_remove("TAO_K8S_NAMESPACE")
+            .env_remove("KUBERNETES_SERVICE_HOST")
             .stdin(Stdio::null())
             .output()
             .unwrap();

@@ -64,9 +64,10 @@ enum Command {
   tao-k8s render --nccl-probe request.yaml | kubectl apply -f -
 
 The namespace is --namespace, else the request's metadata.namespace, else $TAO_K8S_NAMESPACE,
-else `default`; a --namespace other than metadata.namespace is refused. Diagnostics go to
-stderr; nothing is printed on stdout unless every request compiles and every object passes its
-strict schema (or, with --keep-going, for the requests that do; the exit code is still 1).")]
+else (in a pod with no kubeconfig) its service account's, else `default`; a --namespace other
+than metadata.namespace is refused. Diagnostics go to stderr; nothing is printed on stdout
+unless every request compiles and every object passes its strict schema (or, with
+--keep-going, for the requests that do; the exit code is still 1).")]
     Render {
         /// Request files (YAML or JSON), `-` for stdin, or folders: their *.yaml, *.yml and
         /// *.json files, sorted, not their subfolders.
@@ -553,9 +554,31 @@ pub(crate) fn emit(text: &str) -> ExitCode {
 pub(crate) fn options(namespace: Option<String>) -> Options {
     Options {
         namespace,
-        env_namespace: std::env::var("TAO_K8S_NAMESPACE").ok(),
+        env_namespace: std::env::var("TAO_K8S_NAMESPACE")
+            .ok()
+            .filter(|ns| !ns.is_empty())
+            .or_else(pod_namespace),
         ..Options::default()
     }
+}
+
+/// Inside a pod with no kubeconfig (as the driver's in-cluster mode decides it), the namespace
+/// of the pod's service account, which kubectl's in-cluster config defaults to; a file that
+/// holds no namespace name is not used.
+fn pod_namespace() -> Option<String> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    var("KUBERNETES_SERVICE_HOST")?;
+    let home_config = var("HOME").map(|h| PathBuf::from(h).join(".kube/config"));
+    if var("KUBECONFIG").is_some() || home_config.is_some_and(|c| c.exists()) {
+        return None;
+    }
+    let dir = var("TAO_K8S_SERVICEACCOUNT_DIR").map_or_else(
+        || PathBuf::from("/var/run/secrets/kubernetes.io/serviceaccount"),
+        PathBuf::from,
+    );
+    let text = std::fs::read_to_string(dir.join("namespace")).ok()?;
+    let ns = text.trim();
+    tao_k8s::names::is_dns1123_label(ns).then(|| ns.to_string())
 }
 
 pub(crate) fn make_executable(path: &Path) -> Result<(), String> {
