@@ -261,7 +261,7 @@ probe). `cargo insta review` and `insta::assert_snapshot!` read the same files."
         /// Write the snapshots that are new or changed instead of failing on them.
         #[arg(long)]
         update: bool,
-        /// Namespace of every object; wins over the request.
+        /// Namespace of every object; refused if the request names another.
         #[arg(short, long)]
         namespace: Option<String>,
         /// Target Kubernetes minor version (1.28 to 1.37).
@@ -303,7 +303,7 @@ functionConfig (a ConfigMap) may set `data.namespace` and `data.kubeVersion`.")]
         /// Output format.
         #[arg(short, long, value_enum, default_value_t = Format::Json)]
         output: Format,
-        /// Namespace of every object; wins over the request.
+        /// Namespace of every object; refused if the request names another.
         #[arg(short, long)]
         namespace: Option<String>,
         /// Target Kubernetes minor version (1.28 to 1.37).
