@@ -20,7 +20,7 @@ usage() {
   printf 'job.sh: drives kubectl for the Kubernetes job %s (written by tao-k8s %s).\n\n' "$JOB" "$VERSION"
   cat <<'EOF'
   job.sh preflight                      check the cluster, change nothing
-  job.sh submit [--reprobe] [--allow-pending]
+  job.sh submit [--reprobe] [--allow-pending] [--replace]
                                         gates, job record, Secrets, dry-run, apply
   job.sh status [--record ID]           state of the job (works from another shell)
   job.sh logs [--tail N] [--follow] [--index I]
@@ -32,7 +32,9 @@ usage() {
 Options of every verb: --context C (or TAO_K8S_CONTEXT); --namespace N must be the manifest's.
 Without a context or kubeconfig, inside a pod (KUBERNETES_SERVICE_HOST set), kubectl uses the
 pod's service account. --allow-pending: submit a job of several pods that fits only an idle
-cluster anyway (its first pods hold their GPUs until the rest are scheduled).
+cluster anyway (its first pods hold their GPUs until the rest are scheduled). --replace: the
+Job of this bundle ended (succeeded or failed): delete it, with its pods and logs, and run the
+bundle again under a new job record (a Job that still runs is refused: cancel it first).
 Environment:
   TAO_K8S_BIN                      the tao-k8s to run (else the one that wrote the bundle, else
                                    tao-k8s on PATH); it must be the version that wrote this script
@@ -60,7 +62,7 @@ esac
 CONTEXT=${TAO_K8S_CONTEXT:-}
 # TAO_K8S_NAMESPACE was applied when the manifest was rendered; it is fixed now.
 NAMESPACE=$MANIFEST_NAMESPACE
-REPROBE=0 TAIL='' FOLLOW=0 INDEX='' RECORD_ID='' PULL_CREATED=0 ALLOW_PENDING=''
+REPROBE=0 TAIL='' FOLLOW=0 INDEX='' RECORD_ID='' PULL_CREATED=0 ALLOW_PENDING='' REPLACE=''
 IN_CLUSTER=0 WHERE='' KEY=''
 SA_DIR=${TAO_K8S_SERVICEACCOUNT_DIR:-/var/run/secrets/kubernetes.io/serviceaccount}
 while [ $# -gt 0 ]; do
@@ -69,6 +71,7 @@ while [ $# -gt 0 ]; do
     --namespace) NAMESPACE=${2:?--namespace needs a value}; shift 2 ;;
     --reprobe) REPROBE=1; shift ;;
     --allow-pending) ALLOW_PENDING=1; shift ;;
+    --replace) REPLACE=1; shift ;;
     --tail) TAIL=${2:?--tail needs a value}; shift 2 ;;
     --follow) FOLLOW=1; shift ;;
     --index) INDEX=${2:?--index needs a value}; shift 2 ;;
@@ -295,7 +298,7 @@ gates() {
   fi
   quiet k get job "$JOB" -o json --ignore-not-found >"$dir/job.json" || die "cannot look for an existing Job $JOB"
   [ -s "$dir/job.json" ] || rm -f "$dir/job.json"
-  "$TAO_K8S" gate "$MANIFEST" --cluster "$dir" ${ALLOW_PENDING:+--allow-pending} >"$tmpdir/verdicts" 2>&1 || code=$?
+  "$TAO_K8S" gate "$MANIFEST" --cluster "$dir" ${ALLOW_PENDING:+--allow-pending} ${REPLACE:+--replace} >"$tmpdir/verdicts" 2>&1 || code=$?
   sed 's/^/tao-k8s: gate /' "$tmpdir/verdicts" >&2
   case $code in
     0) ;;
@@ -403,6 +406,12 @@ submit() {
   preflight
   gates
   resources_gate
+  # The gate let an ended Job through only under --replace: it goes, with what belongs to it,
+  # before anything of the new run is made (its old record keeps its history).
+  if [ -s "$tmpdir/cluster/job.json" ]; then
+    delete_objects "$JOB" || die "the ended Job $JOB was not deleted (see kubectl's message above)"
+    note "deleted the ended Job $JOB (--replace)"
+  fi
   if [ "$NODES" -gt 1 ] && [ "$GPUS_PER_NODE" -gt 0 ]; then
     probe
   fi
@@ -497,19 +506,25 @@ logs() {
   k logs -l "$labels" "${args[@]}"
 }
 
-cancel() {
-  find_tao_k8s
-  resolve_context
-  backend
-  # Foreground: the Job goes once its pods are gone, waited for at most five minutes; the rest
-  # is deleted either way.
+# Delete Job $1 and the objects of the bundle. Foreground: the Job goes once its pods are
+# gone, waited for at most five minutes; the rest is deleted either way (and waited for, so
+# that a new apply of the same names cannot meet them being deleted). Fails when the Job was
+# not deleted.
+delete_objects() {
   local deleted=0
-  k delete job "$TARGET" --cascade=foreground --ignore-not-found --timeout=300s || deleted=$?
+  k delete job "$1" --cascade=foreground --ignore-not-found --timeout=300s || deleted=$?
   [ -n "$SERVICE" ] && k delete service "$SERVICE" --ignore-not-found
   [ -n "$CONFIG_MAP" ] && k delete configmap "$CONFIG_MAP" --ignore-not-found
   [ -n "$SECRET" ] && k delete secret "$SECRET" --ignore-not-found
   [ -n "$PULL_SECRET" ] && k delete secret "$PULL_SECRET" --ignore-not-found
-  [ "$deleted" -eq 0 ] || die "the Job $TARGET was not deleted (see kubectl's message above): run job.sh cancel again"
+  return "$deleted"
+}
+
+cancel() {
+  find_tao_k8s
+  resolve_context
+  backend
+  delete_objects "$TARGET" || die "the Job $TARGET was not deleted (see kubectl's message above): run job.sh cancel again"
   "$TAO_K8S" record mark "$RECORD_ID" CANCELED --source driver >/dev/null 2>&1 ||
     note "job record $RECORD_ID had already ended; its state is kept"
 }

@@ -1078,7 +1078,7 @@ fn a_resubmit_is_refused_while_the_job_runs_and_after_it_completed() {
         let advice = if state == "active" {
             "job.sh status shows it, job.sh cancel stops and deletes it"
         } else {
-            "job.sh cancel deletes it (and its logs) before a new submit"
+            "job.sh submit --replace deletes it (and its logs) and runs the bundle again"
         };
         run.assert_stderr(advice);
         run.assert_stderr("to run beside it, render the request under another metadata.name");
@@ -1092,6 +1092,60 @@ fn a_resubmit_is_refused_while_the_job_runs_and_after_it_completed() {
         assert!(!s.path("bundle/record-id").exists());
         assert_no_leak(&s, &run, &[NGC_KEY]);
     }
+}
+
+/// `submit --replace` runs the bundle again once its Job ended: the ended Job and the bundle's
+/// objects are deleted (and waited for) before anything of the new run is made, under a new
+/// record; the old record keeps its history. A Job that still runs is not replaced.
+#[test]
+fn submit_replace_runs_an_ended_job_again_and_never_a_running_one() {
+    let job = "rtdetr-train-4n";
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    let old = s.running_record(&format!("default/{job}"));
+    let before = s.record(&old);
+
+    let running = s.run("job-waiting", &[NGC_KEY], &["submit", "--replace"]);
+    running.assert_code(1);
+    running.assert_stderr(
+        "--replace replaces only a Job that ended; job.sh cancel stops and deletes it",
+    );
+    assert_eq!(running.mutations(), Vec::<String>::new());
+
+    let run = s.run("job-replaced", &[NGC_KEY], &["submit", "--replace"]);
+    run.assert_code(0);
+    run.assert_stderr(&format!(
+        "tao-k8s: gate job: pass: the Job default/{job} exists (succeeded, owned by job record \
+         {old}): --replace deletes it"
+    ));
+    run.assert_stderr(&format!("tao-k8s: deleted the ended Job {job} (--replace)"));
+    let mutations = run.mutations();
+    // The ended Job and the bundle's objects go first, before the probe or the run make theirs
+    // (the pull Secret has the same name in both).
+    assert_eq!(
+        mutations[..4],
+        [
+            format!("delete job {job} --cascade=foreground --ignore-not-found --timeout=300s"),
+            format!("delete service {job} --ignore-not-found"),
+            format!("delete configmap {job}-spec --ignore-not-found"),
+            format!("delete secret {job}-ngc --ignore-not-found"),
+        ],
+        "{mutations:#?}"
+    );
+    assert!(
+        mutations[4].starts_with(&format!("create secret generic {job}-ngc")),
+        "{mutations:#?}"
+    );
+    let job_deletes = mutations
+        .iter()
+        .filter(|m| m.starts_with(&format!("delete job {job} ")))
+        .count();
+    assert_eq!(job_deletes, 1, "{mutations:#?}");
+    assert!(mutations.contains(&APPLY.to_string()), "{mutations:#?}");
+    let new = s.record_id();
+    assert_ne!(new, old);
+    assert_eq!(s.record(&old), before, "the old record keeps its history");
+    assert_eq!(s.record(&new)["state"], "RUNNING");
+    assert_no_leak(&s, &run, &[NGC_KEY]);
 }
 
 // ---------------------------------------------------------------------------------------------

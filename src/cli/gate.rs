@@ -38,6 +38,9 @@ pub struct GateArgs {
     /// Let several pods wait Pending when they fit only an idle cluster.
     #[arg(long)]
     allow_pending: bool,
+    /// An existing Job that ended passes: the driver deletes it and submits again.
+    #[arg(long)]
+    replace: bool,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Text)]
     output: Format,
@@ -105,6 +108,7 @@ fn decide(args: &GateArgs) -> Result<(Vec<gate::Verdict>, bool), String> {
     let opts = Options {
         allow_pending: args.allow_pending,
         owner,
+        replace: args.replace,
     };
     let verdicts = gate::gates(&work, &cluster, &opts);
     let refused = gate::refused(&verdicts);

@@ -125,6 +125,8 @@ pub struct Options {
     pub allow_pending: bool,
     /// The job record bound to the existing Job, if one is.
     pub owner: Option<String>,
+    /// An existing Job that ended is deleted and the bundle submitted again (`--replace`).
+    pub replace: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -188,9 +190,24 @@ fn job_gate(work: &Workload, cluster: &Cluster, opts: &Options) -> Verdict {
         Some(id) => format!("job record {id}"),
         None => "no job record here".to_string(),
     };
-    let what = match job.state() {
-        "active" | "suspended" => "job.sh status shows it, job.sh cancel stops and deletes it",
-        _ => "job.sh cancel deletes it (and its logs) before a new submit",
+    let ended = !matches!(job.state(), "active" | "suspended");
+    if ended && opts.replace {
+        return Verdict::new(
+            "job",
+            Outcome::Pass,
+            format!(
+                "the Job {name} exists ({}, owned by {owner}): --replace deletes it, with its \
+                 pods and logs, and submits the bundle again under a new job record",
+                job.state()
+            ),
+        );
+    }
+    let what = match (ended, opts.replace) {
+        (false, true) => {
+            "--replace replaces only a Job that ended; job.sh cancel stops and deletes it"
+        }
+        (false, false) => "job.sh status shows it, job.sh cancel stops and deletes it",
+        _ => "job.sh submit --replace deletes it (and its logs) and runs the bundle again",
     };
     Verdict::new(
         "job",
@@ -790,7 +807,7 @@ mod tests {
         );
         let allowed = Options {
             allow_pending: true,
-            owner: None,
+            ..Options::default()
         };
         assert_eq!(fit_of(&w, &c, &allowed).outcome, Outcome::Warn);
         let queued = workload(2, 4, json!({}), json!({QUEUE_LABEL: "team-a"}));
@@ -831,13 +848,23 @@ mod tests {
                 .unwrap(),
         );
         let w = workload(1, 1, json!({}), json!({}));
-        let opts = Options {
+        let mut opts = Options {
             allow_pending: false,
             owner: Some("tao-20261202-083107-7f3a".into()),
+            replace: false,
         };
         let v = &gates(&w, &c, &opts)[0];
         assert_eq!(v.outcome, Outcome::Refuse);
         assert!(v.message.starts_with("the Job vision/train exists (succeeded, owned by job record tao-20261202-083107-7f3a)"), "{}", v.message);
+        assert!(
+            v.message.contains("job.sh submit --replace"),
+            "{}",
+            v.message
+        );
+        opts.replace = true;
+        let v = &gates(&w, &c, &opts)[0];
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
+        assert!(v.message.contains("--replace deletes it"), "{}", v.message);
     }
 
     #[test]
