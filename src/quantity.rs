@@ -2,12 +2,18 @@
 //! server's grammar and a numeric value, so that `/dev/shm` can be compared with the memory
 //! limit it counts against.
 
-/// The value of a quantity in base units (bytes, cores), or `None` if it is not a quantity.
-///
-/// Grammar (apimachinery `resource.Quantity`): an optional sign, a decimal number, then a
-/// binary suffix (`Ki`..`Ei`), a decimal suffix (`n u m k M G T P E`) or a decimal exponent
-/// (`e3`, `E-2`).
-pub fn parse(text: &str) -> Option<f64> {
+/// A quantity read by the grammar of apimachinery's `resource.Quantity`: an optional sign, a
+/// decimal number, then a binary suffix (`Ki`..`Ei`), a decimal suffix (`n u m k M G T P E`)
+/// or a decimal exponent (`e3`, `E-2`). Its value is `number × 2^binary × 10^decimal`.
+struct Parts<'a> {
+    negative: bool,
+    int: &'a str,
+    frac: &'a str,
+    binary: u32,
+    decimal: i32,
+}
+
+fn parts(text: &str) -> Option<Parts<'_>> {
     let digits_end = text
         .char_indices()
         .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || (i == 0 && (c == '+' || c == '-'))))
@@ -18,39 +24,86 @@ pub fn parse(text: &str) -> Option<f64> {
     if (int.is_empty() && frac.is_empty()) || frac.contains('.') {
         return None;
     }
-    let value: f64 = number.parse().ok()?;
-    let scale = match suffix {
-        "" => 1.0,
-        "Ki" => 1024f64,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
+    let (binary, decimal) = match suffix {
+        "" => (0, 0),
+        "Ki" => (10, 0),
+        "Mi" => (20, 0),
+        "Gi" => (30, 0),
+        "Ti" => (40, 0),
+        "Pi" => (50, 0),
+        "Ei" => (60, 0),
+        "n" => (0, -9),
+        "u" => (0, -6),
+        "m" => (0, -3),
+        "k" => (0, 3),
+        "M" => (0, 6),
+        "G" => (0, 9),
+        "T" => (0, 12),
+        "P" => (0, 15),
+        "E" => (0, 18),
         exp => {
             let e = exp.strip_prefix(['e', 'E'])?;
             let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
             if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                 return None;
             }
-            10f64.powi(e.parse().ok()?)
+            (0, e.parse().ok()?)
         }
     };
-    Some(value * scale)
+    Some(Parts {
+        negative: number.starts_with('-'),
+        int,
+        frac,
+        binary,
+        decimal,
+    })
+}
+
+/// The value of a quantity in base units (bytes, cores), or `None` if it is not a quantity.
+pub fn parse(text: &str) -> Option<f64> {
+    let p = parts(text)?;
+    let number: f64 = format!("{}.{}", p.int, p.frac)
+        .trim_end_matches('.')
+        .parse()
+        .ok()?;
+    let value = number * 2f64.powi(p.binary as i32) * 10f64.powi(p.decimal);
+    Some(if p.negative { -value } else { value })
+}
+
+/// The value as a whole number of thousandths of its unit (millicores, millibytes), rounded
+/// up as the scheduler rounds a request up: exact, in integers (`None` past `i128`).
+pub fn milli(text: &str) -> Option<i128> {
+    let p = parts(text)?;
+    let digits = format!("{}{}", p.int, p.frac);
+    let digits = digits.trim_start_matches('0');
+    if digits.len() > 30 {
+        return None;
+    }
+    let mantissa: i128 = if digits.is_empty() {
+        0
+    } else {
+        digits.parse().ok()?
+    };
+    // mantissa / 10^frac_len, times 2^binary, times 10^decimal, times 1000.
+    let exponent = p
+        .decimal
+        .checked_add(3)?
+        .checked_sub(i32::try_from(p.frac.len()).ok()?)?;
+    let mut value = mantissa.checked_mul(1i128.checked_shl(p.binary)?)?;
+    if exponent >= 0 {
+        value = value.checked_mul(10i128.checked_pow(exponent.unsigned_abs())?)?;
+    } else {
+        let divisor = 10i128
+            .checked_pow(exponent.unsigned_abs())
+            .unwrap_or(i128::MAX);
+        value = value / divisor + i128::from(value % divisor != 0);
+    }
+    Some(if p.negative { -value } else { value })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::{milli, parse};
 
     #[test]
     fn accepts_what_the_api_server_accepts() {
@@ -70,6 +123,22 @@ mod tests {
             "", "Gi", "64GB", "64 Gi", "1.2.3", "ten", "1e", "1e+", "-", ".", "64gi", "1Ki2",
         ] {
             assert_eq!(parse(bad), None, "{bad}");
+            assert_eq!(milli(bad), None, "{bad}");
+        }
+    }
+
+    /// Both readings agree, one exact and one in floating point.
+    #[test]
+    fn milli_is_parse_in_thousandths_rounded_up() {
+        for q in [
+            "16", "500m", "64Gi", "1.5e3", "1E-3", ".5", "2k", "+1", "-2", "1500u", "0.7",
+        ] {
+            let float = parse(q).unwrap() * 1000.0;
+            let exact = milli(q).unwrap() as f64;
+            assert!(
+                (exact - float.ceil()).abs() <= 1.0,
+                "{q}: {exact} vs {float}"
+            );
         }
     }
 }

@@ -252,65 +252,14 @@ impl Version {
     }
 }
 
-/// A quantity as a whole number of thousandths of its unit (millicores, millibytes), rounded
-/// up as the scheduler rounds a request up; `None` when it is not a quantity (the grammar of
-/// [`crate::quantity::parse`]). Exact: decimal digits and suffixes in integers, no float.
+/// A quantity (a string, or a JSON number) as a whole number of thousandths of its unit,
+/// exactly (see [`crate::quantity::milli`]); `None` when it is not a quantity.
 pub fn milli(value: &Value) -> Option<i128> {
-    let text = match value {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        _ => return None,
-    };
-    crate::quantity::parse(&text)?;
-    let split = text
-        .char_indices()
-        .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || (i == 0 && (c == '+' || c == '-'))))
-        .map_or(text.len(), |(i, _)| i);
-    let (number, suffix) = text.split_at(split);
-    let negative = number.starts_with('-');
-    let unsigned = number.trim_start_matches(['+', '-']);
-    let (int, frac) = unsigned.split_once('.').unwrap_or((unsigned, ""));
-    // mantissa / 10^frac_len, times 2^binary, times 10^decimal, times 1000.
-    let digits = format!("{int}{frac}");
-    let digits = digits.trim_start_matches('0');
-    if digits.len() > 30 {
-        return None;
+    match value {
+        Value::String(s) => crate::quantity::milli(s),
+        Value::Number(n) => crate::quantity::milli(&n.to_string()),
+        _ => None,
     }
-    let mantissa: i128 = if digits.is_empty() {
-        0
-    } else {
-        digits.parse().ok()?
-    };
-    let (binary, decimal): (u32, i32) = match suffix {
-        "" => (0, 0),
-        "Ki" => (10, 0),
-        "Mi" => (20, 0),
-        "Gi" => (30, 0),
-        "Ti" => (40, 0),
-        "Pi" => (50, 0),
-        "Ei" => (60, 0),
-        "n" => (0, -9),
-        "u" => (0, -6),
-        "m" => (0, -3),
-        "k" => (0, 3),
-        "M" => (0, 6),
-        "G" => (0, 9),
-        "T" => (0, 12),
-        "P" => (0, 15),
-        "E" => (0, 18),
-        exp => (0, exp[1..].parse().ok()?),
-    };
-    let exponent = decimal + 3 - frac.len() as i32;
-    let mut value = mantissa.checked_mul(1i128.checked_shl(binary)?)?;
-    if exponent >= 0 {
-        value = value.checked_mul(10i128.checked_pow(exponent as u32)?)?;
-    } else {
-        let divisor = 10i128
-            .checked_pow(exponent.unsigned_abs())
-            .unwrap_or(i128::MAX);
-        value = value / divisor + i128::from(value % divisor != 0);
-    }
-    Some(if negative { -value } else { value })
 }
 
 #[cfg(test)]
