@@ -110,13 +110,7 @@ impl Requests {
         let mut seen: BTreeMap<String, &Path> = BTreeMap::new();
         let mut out = Vec::new();
         for path in &self.paths {
-            let stem = if path.as_os_str() == "-" {
-                "stdin".to_string()
-            } else {
-                path.file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            };
+            let stem = stem(path);
             if let Some(other) = seen.insert(stem.clone(), path) {
                 return Err(format!(
                     "`{}` and `{}` would both be written to `{}`: rename one",
@@ -514,4 +508,16 @@ fn template_files(dir: &Path) -> Result<Vec<(String, String)>, String> {
     }
     files.sort();
     Ok(files)
+}
+
+/// The name a request's outputs are written under: its file name without the extension
+/// (`stdin` for `-`).
+pub(crate) fn stem(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        "stdin".to_string()
+    } else {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
 }

@@ -94,13 +94,7 @@ pub(crate) fn run(out: &Reporter, args: Args, opts: Options, files: &Files) -> E
             Ok(source) => source,
             Err(code) => return code,
         };
-        let stem = if path.as_os_str() == "-" {
-            "stdin".to_string()
-        } else {
-            path.file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        };
+        let stem = super::render::stem(path);
         if let Some(other) = stems.insert(stem.clone(), path.clone()) {
             return out.io_error(&format!(
                 "`{}` and `{}` would share the snapshot `{stem}.snap`: rename one",
