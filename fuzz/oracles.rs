@@ -113,10 +113,10 @@ pub fn compile(data: &[u8]) {
             for d in &compiled.warnings {
                 check_diagnostic(&source, &shown, d);
             }
-            let plan = tao_k8s::script::ScriptPlan::new(&compiled.plan);
+            let plan = tao_k8s::driver::JobValues::new(&compiled.plan);
             assert!(
                 plan.printed()
-                    .contains(&plan.data()[plan.data().find("JOB=").unwrap()..])
+                    .contains(&plan.data()[plan.data().find("job=").unwrap()..])
             );
             let probe = Options {
                 nccl_probe: true,
@@ -442,7 +442,7 @@ pub fn shell_quote(data: &[u8]) {
     let Ok(value) = std::str::from_utf8(data) else {
         return;
     };
-    let quoted = tao_k8s::script::shell_quote(value);
+    let quoted = tao_k8s::driver::shell_quote(value);
     assert_eq!(unquote(&quoted), value, "{value:?} -> {quoted:?}");
     assert_eq!(
         quoted.matches('\0').count(),

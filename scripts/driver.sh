@@ -1,31 +1,38 @@
 #!/usr/bin/env bash
 # job.sh: drives kubectl for one Kubernetes job that tao-k8s compiled. This program is the same
-# for every job; the job's values (names, namespace, GPU counts, claims, credential keys...)
-# are in job.env beside it, computed by tao-k8s and quoted. It reads manifest.yaml beside it
-# too. `job.sh help` lists the verbs, options and environment variables.
+# for every job; the job's values (names, namespace, GPU shape, claims, credential keys...) are
+# in job.env beside it, computed by tao-k8s and quoted. It holds the kubectl calls and their
+# order; every decision (the gates, who owns an object, what the Secrets hold, the state of a
+# Job) is tao-k8s's, from what kubectl returned. `job.sh help` lists the verbs and options.
+#
+# The driver touches only objects it created: each is created (never applied over what is
+# there), listed by uid in the job record, and deleted by a DELETE preconditioned on that uid.
+# Its own variables are lower case: the submitter's upper-case environment passes through
+# unchanged, and only the names the submitter allows reach the pod.
 set -euo pipefail
+umask 077
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # The job's values (`tao-k8s script` prints them in place of this line):
 # shellcheck source=/dev/null
 . "$here/job.env"
 
-MANIFEST="$here/manifest.yaml"
-PROBE_MANIFEST="$here/nccl-probe.yaml"
-RECORD_FILE="$here/record-id"
-TAO_K8S=''
-STATE_DIR=${TAO_K8S_STATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/tao-k8s}
+manifest_file="$here/manifest.yaml"
+probe_file="$here/nccl-probe.yaml"
+record_file="$here/record-id"
+tao=''
+state_dir=${TAO_K8S_STATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/tao-k8s}
 
 usage() {
-  printf 'job.sh: drives kubectl for the Kubernetes job %s (written by tao-k8s %s).\n\n' "$JOB" "$VERSION"
+  printf 'job.sh: drives kubectl for the Kubernetes job %s (written by tao-k8s %s).\n\n' "$job" "$version"
   cat <<'EOF'
   job.sh preflight                      check the cluster, change nothing
-  job.sh submit [--reprobe] [--allow-pending] [--replace]
-                                        gates, job record, Secrets, dry-run, apply
+  job.sh submit [--reprobe] [--allow-pending] [--replace] [--pass-env NAME]...
+                                        gates, job record, Secrets, dry-run, create
   job.sh status [--record ID]           state of the job (works from another shell)
-  job.sh logs [--tail N] [--follow] [--index I]
+  job.sh logs [--tail N] [--follow] [--index I] [--record ID]
                                         the last N lines (200 while it runs, all once it ended)
-  job.sh cancel [--record ID]           delete the Job and what belongs to it
+  job.sh cancel [--record ID]           delete the Job and what the job record created
   job.sh probe                          run the NCCL probe now (multi-node)
   job.sh help                           this text
 
@@ -33,11 +40,16 @@ Options of every verb: --context C (or TAO_K8S_CONTEXT); --namespace N must be t
 Without a context or kubeconfig, inside a pod (KUBERNETES_SERVICE_HOST set), kubectl uses the
 pod's service account. --allow-pending: submit a job of several pods that fits only an idle
 cluster anyway (its first pods hold their GPUs until the rest are scheduled). --replace: the
-Job of this bundle ended (succeeded or failed): delete it, with its pods and logs, and run the
-bundle again under a new job record (a Job that still runs is refused: cancel it first).
+Job of this bundle ended (succeeded or failed) and a job record here created it: delete it,
+with its pods and logs and what that record created, and run the bundle again under a new job
+record (a Job that still runs is refused: cancel it first). --pass-env NAME: let the variable
+NAME of your environment reach the pod, for a request whose credentials.extra asks for it.
+The driver creates its objects (never applies over existing ones), refuses a name someone
+else holds, and deletes only objects whose uid its job records list.
 Environment:
   TAO_K8S_BIN                      the tao-k8s to run (else the one that wrote the bundle, else
                                    tao-k8s on PATH); it must be the version that wrote this script
+  TAO_K8S_PASS_ENV                 NAME,NAME...: like --pass-env
   TAO_K8S_STATE_DIR                where job records live (default ~/.local/state/tao-k8s)
   TAO_K8S_POLL_SECONDS             seconds between two polls of a Job, 1 to 60 (default 5)
   TAO_K8S_PROBE_TIMEOUT_SECONDS    how long the NCCL probe may take, 1 to 3600 (default 360)
@@ -47,9 +59,12 @@ Environment:
 Exit codes: 0 done, 1 a gate or kubectl refused, 2 usage.
 EOF
 }
-# A word from the command line or the environment, for a message: as it is, or shell-quoted
-# when it holds a control character, which then reaches the terminal escaped ($'\E...').
-shown() { case $1 in *[[:cntrl:]]*) printf '%q' "$1" ;; *) printf '%s' "$1" ;; esac; }
+# The one escaping step of everything shown that came from the command line, the cluster or a
+# file: as it is, or shell-quoted when it holds a control character ($'\E...'), cut to 256.
+shown() {
+  local text=${1:0:256}
+  case $text in *[[:cntrl:]]*) printf '%q' "$text" ;; *) printf '%s' "$text" ;; esac
+}
 usage_error() { printf 'tao-k8s: %s\n' "$*" >&2; usage >&2; exit 2; }
 
 verb=${1:-}
@@ -59,27 +74,30 @@ case $verb in
   '') usage_error "no verb" ;;
   *) usage_error "unknown verb $(shown "$verb")" ;;
 esac
-CONTEXT=${TAO_K8S_CONTEXT:-}
+context=${TAO_K8S_CONTEXT:-}
 # TAO_K8S_NAMESPACE was applied when the manifest was rendered; it is fixed now.
-NAMESPACE=$MANIFEST_NAMESPACE
-REPROBE=0 TAIL='' FOLLOW=0 INDEX='' RECORD_ID='' PULL_CREATED=0 ALLOW_PENDING='' REPLACE=''
-IN_CLUSTER=0 WHERE='' KEY=''
-SA_DIR=${TAO_K8S_SERVICEACCOUNT_DIR:-/var/run/secrets/kubernetes.io/serviceaccount}
+ns=$namespace
+reprobe=0 tail_lines='' follow=0 index='' record_id='' allow_pending='' replace=''
+pass_env=() in_cluster=0 where='' probe_key='' pull_created=''
+sa_dir=${TAO_K8S_SERVICEACCOUNT_DIR:-/var/run/secrets/kubernetes.io/serviceaccount}
 while [ $# -gt 0 ]; do
   case $1 in
-    --context) CONTEXT=${2:?--context needs a value}; shift 2 ;;
-    --namespace) NAMESPACE=${2:?--namespace needs a value}; shift 2 ;;
-    --reprobe) REPROBE=1; shift ;;
-    --allow-pending) ALLOW_PENDING=1; shift ;;
-    --replace) REPLACE=1; shift ;;
-    --tail) TAIL=${2:?--tail needs a value}; shift 2 ;;
-    --follow) FOLLOW=1; shift ;;
-    --index) INDEX=${2:?--index needs a value}; shift 2 ;;
-    --record) RECORD_ID=${2:?--record needs a value}; shift 2 ;;
+    --context) context=${2:?--context needs a value}; shift 2 ;;
+    --namespace) ns=${2:?--namespace needs a value}; shift 2 ;;
+    --reprobe) reprobe=1; shift ;;
+    --allow-pending) allow_pending=1; shift ;;
+    --replace) replace=1; shift ;;
+    --pass-env) pass_env+=(--pass-env "${2:?--pass-env needs a name}"); shift 2 ;;
+    --tail) tail_lines=${2:?--tail needs a value}; shift 2 ;;
+    --follow) follow=1; shift ;;
+    --index) index=${2:?--index needs a value}; shift 2 ;;
+    --record) record_id=${2:?--record needs a value}; shift 2 ;;
     --help | -h) usage; exit 0 ;;
     *) usage_error "unknown option $(shown "$1")" ;;
   esac
 done
+[[ -z $index || $index =~ ^[0-9]{1,4}$ ]] || usage_error "--index must be a completion index, not $(shown "$index")"
+[[ -z $tail_lines || $tail_lines =~ ^(-1|[0-9]{1,9})$ ]] || usage_error "--tail must be a number of lines, not $(shown "$tail_lines")"
 
 # seconds NAME DEFAULT MIN MAX: the variable NAME as a whole number of seconds from MIN to
 # MAX, refused otherwise: a poll interval of 0 would poll without pause, and none may make a
@@ -90,52 +108,33 @@ seconds() {
     printf 'tao-k8s: %s must be a whole number of seconds from %s to %s, not %s\n' "$1" "$3" "$4" "$(shown "$value")" >&2
     exit 2
   fi
-  printf -v "$1" '%s' "$((10#$value))"
+  printf -v "$5" '%s' "$((10#$value))"
 }
+poll_seconds=5 probe_timeout=360
 if [ "$verb" = submit ] || [ "$verb" = probe ]; then
-  seconds TAO_K8S_POLL_SECONDS 5 1 60
-  seconds TAO_K8S_PROBE_TIMEOUT_SECONDS 360 1 3600
+  seconds TAO_K8S_POLL_SECONDS 5 1 60 poll_seconds
+  seconds TAO_K8S_PROBE_TIMEOUT_SECONDS 360 1 3600 probe_timeout
 fi
 
 tmpdir=$(mktemp -d)
-chmod 700 "$tmpdir"
 # What the gates read: kubectl's answers, gathered here (removed with tmpdir on exit).
 mkdir "$tmpdir/cluster"
 
-# What a submit must undo if it stops: CREATED lists the Secrets this run made that nothing
-# owns yet; APPLIED is 1 from the apply until every object is attached to the Job; RECORD_OPEN
-# is 1 while this run's job record is open and not yet bound to a Job that runs; PROBING is 1
-# while the NCCL probe is in the cluster. REASON is the last message of die, for the record.
-CREATED=() APPLIED=0 RECORD_OPEN=0 REASON='' PROBING=0
+# What a submit must undo if it stops: created lists `KIND/NAME/UID` of the objects this run
+# created that no Job owns yet (deleted by their uids); record_open is 1 while this run's job
+# record is open and not yet bound to a Job that runs. reason is die's last message.
+created=() record_open=0 reason=''
 
-remove_created() {
-  local secret
-  for secret in "${CREATED[@]}"; do
-    k delete secret "$secret" --ignore-not-found >/dev/null 2>&1 ||
-      note "could not delete the Secret $secret: delete it with kubectl"
-  done
-  CREATED=()
-}
-
-# On every exit: a failed submit removes what nothing would ever remove (the Secrets it made,
-# what it applied but could not attach to the Job) and marks its record FAILED; then the
-# temporary directory goes.
+# On every exit: a failed submit removes what it created and nothing owns, and marks its record
+# FAILED; then the temporary directory goes.
 cleanup() {
   local code=$?
   trap - EXIT
   if [ "$code" -ne 0 ]; then
-    if [ "$PROBING" = 1 ]; then
-      k delete -f "$PROBE_MANIFEST" --ignore-not-found --wait=false >/dev/null 2>&1 || true
-    fi
-    if [ "$APPLIED" = 1 ]; then
-      note "removing what this submit applied"
-      k delete job "$JOB" --ignore-not-found --wait=false >/dev/null 2>&1 || note "could not delete the Job $JOB: job.sh cancel does"
-      [ -z "$SERVICE" ] || k delete service "$SERVICE" --ignore-not-found --wait=false >/dev/null 2>&1 || true
-      [ -z "$CONFIG_MAP" ] || k delete configmap "$CONFIG_MAP" --ignore-not-found --wait=false >/dev/null 2>&1 || true
-    fi
-    remove_created
-    if [ "$RECORD_OPEN" = 1 ]; then
-      "$TAO_K8S" record mark "$RECORD_ID" FAILED --source driver --reason "${REASON:-the driver stopped with exit code $code}" >/dev/null 2>&1 || true
+    [ "${#created[@]}" -eq 0 ] || note "removing what this submit created"
+    forget_since 0 rollback
+    if [ "$record_open" = 1 ]; then
+      "$tao" record mark "$record_id" FAILED --source driver --reason "${reason:-the driver stopped with exit code $code}" >/dev/null 2>&1 || true
     fi
   fi
   rm -rf "$tmpdir"
@@ -145,19 +144,19 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 
-die() { REASON=$*; echo "tao-k8s: $*" >&2; exit 1; }
+die() { reason=$*; echo "tao-k8s: $*" >&2; exit 1; }
 note() { echo "tao-k8s: $*" >&2; }
 
-[ "$NAMESPACE" = "$MANIFEST_NAMESPACE" ] ||
-  die "the manifest was rendered for namespace $MANIFEST_NAMESPACE, not $(shown "$NAMESPACE"): render it again with --namespace $(shown "$NAMESPACE")"
+[ "$ns" = "$namespace" ] ||
+  die "the manifest was rendered for namespace $namespace, not $(shown "$ns"): render it again with --namespace $(shown "$ns")"
 
 # Every kubectl call names the namespace, and the context unless kubectl runs on the pod's
 # service account.
 k() {
-  if [ "$IN_CLUSTER" = 1 ]; then
-    kubectl --namespace "$NAMESPACE" "$@"
+  if [ "$in_cluster" = 1 ]; then
+    kubectl --namespace "$ns" "$@"
   else
-    kubectl --context "$CONTEXT" --namespace "$NAMESPACE" "$@"
+    kubectl --context "$context" --namespace "$ns" "$@"
   fi
 }
 
@@ -171,135 +170,128 @@ quiet() {
   return "$code"
 }
 
-# The tao-k8s this script runs (job records, lint, kept-fields): TAO_K8S_BIN, else the binary
-# that wrote the bundle if it is still there, else tao-k8s on PATH. It must be the version
-# that wrote the script, whose checks and record format the script relies on: checked before
+# The tao-k8s this script runs (gates, records, objects): TAO_K8S_BIN, else the binary that
+# wrote the bundle if it is still there, else tao-k8s on PATH. It must be the version that
+# wrote the script, whose checks and record format the script relies on: checked before
 # anything else, so that no submit stops half-way for want of it.
 find_tao_k8s() {
-  [ -z "$TAO_K8S" ] || return 0
+  [ -z "$tao" ] || return 0
   local found
   if [ -n "${TAO_K8S_BIN:-}" ]; then
     command -v "$TAO_K8S_BIN" >/dev/null 2>&1 ||
-      die "TAO_K8S_BIN=$(shown "$TAO_K8S_BIN") is not an executable file: set it to the path of tao-k8s $VERSION"
+      die "TAO_K8S_BIN=$(shown "$TAO_K8S_BIN") is not an executable file: set it to the path of tao-k8s $version"
     found=$TAO_K8S_BIN
-  elif [ -n "$WRITER" ] && [ -x "$WRITER" ]; then
-    found=$WRITER
+  elif [ -n "$writer" ] && [ -x "$writer" ]; then
+    found=$writer
   else
     command -v tao-k8s >/dev/null 2>&1 ||
-      die "tao-k8s is not on PATH (this script runs it for the job record and its checks): install tao-k8s $VERSION and put it on PATH, or set TAO_K8S_BIN to its path"
-    found=tao-k8s
+      die "tao-k8s is not on PATH (this script runs it for the job record and its checks): install tao-k8s $version and put it on PATH, or set TAO_K8S_BIN to its path"
+    found='tao-k8s'
   fi
-  local version
-  version=$("$found" --version 2>/dev/null) || die "$(shown "$found") --version failed: set TAO_K8S_BIN to the path of tao-k8s $VERSION"
+  local said
+  said=$("$found" --version 2>/dev/null) || die "$(shown "$found") --version failed: set TAO_K8S_BIN to the path of tao-k8s $version"
   # `tao-k8s 0.1.0`, or `tao-k8s 0.1.0 (commit 0123456789ab)` from a git checkout.
-  case $version in
-    "tao-k8s $VERSION" | "tao-k8s $VERSION "*) ;;
-    *) die "$(shown "$found") is $(shown "$version"), but tao-k8s $VERSION wrote this script: set TAO_K8S_BIN to tao-k8s $VERSION, or render the bundle again with the tao-k8s you have" ;;
+  case $said in
+    "tao-k8s $version" | "tao-k8s $version "*) ;;
+    *) die "$(shown "$found") is $(shown "$said"), but tao-k8s $version wrote this script: set TAO_K8S_BIN to tao-k8s $version, or render the bundle again with the tao-k8s you have" ;;
   esac
-  TAO_K8S=$found
+  tao=$found
 }
 
 # The cluster: --context or TAO_K8S_CONTEXT; else, inside a pod with no kubeconfig, the
 # pod's service account (kubectl's in-cluster config, which needs no --context); else the
-# kubeconfig's current context. WHERE says which, for messages; KEY names it in the probe cache.
+# kubeconfig's current context. where says which, for messages; probe_key names it in the
+# probe cache.
 resolve_context() {
   command -v kubectl >/dev/null 2>&1 || die "kubectl is not on PATH"
-  if [ -z "$CONTEXT" ] && [ -z "${KUBECONFIG:-}" ] && [ ! -e "$HOME/.kube/config" ] &&
+  if [ -z "$context" ] && [ -z "${KUBECONFIG:-}" ] && [ ! -e "$HOME/.kube/config" ] &&
     [ -n "${KUBERNETES_SERVICE_HOST:-}" ]; then
-    [ -r "$SA_DIR/token" ] ||
-      die "KUBERNETES_SERVICE_HOST is set and there is no kubeconfig, but no service account token is mounted at $SA_DIR"
-    IN_CLUSTER=1
-    WHERE="the in-cluster service account" KEY="in-cluster@$KUBERNETES_SERVICE_HOST"
+    [ -r "$sa_dir/token" ] ||
+      die "KUBERNETES_SERVICE_HOST is set and there is no kubeconfig, but no service account token is mounted at $(shown "$sa_dir")"
+    in_cluster=1
+    where="the in-cluster service account" probe_key="in-cluster@${KUBERNETES_SERVICE_HOST//\//_}"
     return
   fi
-  if [ -z "$CONTEXT" ]; then
-    CONTEXT=$(quiet kubectl config current-context) || die "no kubeconfig context: set --context or TAO_K8S_CONTEXT"
+  if [ -z "$context" ]; then
+    context=$(quiet kubectl config current-context) || die "no kubeconfig context: set --context or TAO_K8S_CONTEXT"
   fi
-  WHERE="context $CONTEXT" KEY=$CONTEXT
+  where="context $(shown "$context")" probe_key=${context//\//_}
 }
 
-# Which cluster credentials kubectl uses, said once by preflight.
+# Which cluster credentials kubectl uses, said once by preflight. The service account's
+# namespace file is read bounded and shown escaped.
 say_mode() {
-  if [ "$IN_CLUSTER" = 0 ]; then
-    note "kubeconfig context $CONTEXT, namespace $NAMESPACE"
+  if [ "$in_cluster" = 0 ]; then
+    note "kubeconfig $where, namespace $ns"
     return
   fi
   local own=''
-  own=$(cat "$SA_DIR/namespace" 2>/dev/null) || true
-  note "in-cluster: the pod's service account (namespace ${own:-unknown}), namespace $NAMESPACE"
-  [ -z "$own" ] || [ "$own" = "$NAMESPACE" ] ||
-    note "the manifest's namespace $NAMESPACE is not the service account's $own: the account needs rights there"
+  if [ -f "$sa_dir/namespace" ]; then own=$(head -c 253 "$sa_dir/namespace" 2>/dev/null) || true; fi
+  note "in-cluster: the pod's service account (namespace $(shown "${own:-unknown}")), namespace $ns"
+  [ -z "$own" ] || [ "$own" = "$ns" ] ||
+    note "the manifest's namespace $ns is not the service account's $(shown "$own"): the account needs rights there"
 }
 
 preflight() {
   find_tao_k8s
   resolve_context
   say_mode
-  quiet k get --raw /version >"$tmpdir/cluster/version.json" || die "the cluster of $(shown "$WHERE") is not reachable"
-  local kinds=(jobs)
-  [ -n "$SERVICE" ] && kinds+=(services)
-  [ -n "$CONFIG_MAP" ] && kinds+=(configmaps)
-  { [ -n "$SECRET" ] || [ -n "$PULL_SECRET" ]; } && kinds+=(secrets)
-  local kind
-  local verb
+  quiet k get --raw /version >"$tmpdir/cluster/version.json" || die "the cluster of $where is not reachable"
+  local kinds=(jobs) kind can
+  [ -n "$service$probe_job" ] && kinds+=(services)
+  [ -n "$config_map" ] && kinds+=(configmaps)
+  { [ -n "$credentials_secret" ] || [ -n "$ngc_pull_secret" ]; } && kinds+=(secrets)
   for kind in "${kinds[@]}"; do
-    for verb in create delete; do
-      [ "$(k auth can-i "$verb" "$kind" 2>/dev/null || true)" = yes ] || die "not allowed to $verb $kind in namespace $NAMESPACE"
+    for can in create delete; do
+      [ "$(k auth can-i "$can" "$kind" 2>/dev/null || true)" = yes ] || die "not allowed to $can $kind in namespace $ns"
     done
   done
   for kind in "${kinds[@]:1}"; do
-    [ "$(k auth can-i patch "$kind" 2>/dev/null || true)" = yes ] || die "not allowed to patch $kind in namespace $NAMESPACE (to attach them to the Job)"
+    [ "$(k auth can-i patch "$kind" 2>/dev/null || true)" = yes ] || die "not allowed to patch $kind in namespace $ns (to attach them to the Job)"
   done
-  if [ "$GPUS_PER_NODE" -gt 0 ]; then
-    local gpus
-    gpus=$(k get nodes -o jsonpath='{range .items[*]}{.status.allocatable.nvidia\.com/gpu}{"\n"}{end}' | grep -cv '^0*$' || true)
-    [ "$gpus" -gt 0 ] || note "warning: no node has allocatable nvidia.com/gpu: is the NVIDIA GPU Operator installed?"
-    node_runtime_check
-  else
-    note "gpusPerNode is 0: GPU scheduling is not verified"
-  fi
+  [ "$gpus_per_node" -gt 0 ] || note "gpusPerNode is 0: GPU scheduling is not verified"
 }
 
-# Driver >= 580 and container toolkit >= 1.19.0 on the GPU nodes, as far as node labels
-# (GPU feature discovery) tell; what they do not tell is said, not assumed.
-node_runtime_check() {
-  if [ "${TAO_K8S_SKIP_NODE_RUNTIME_CHECK:-0}" = 1 ]; then
-    note "GPU node runtime check skipped (TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1)"
-    return
-  fi
-  local name major toolkit old=0 unknown=0
-  while IFS='|' read -r name major toolkit; do
-    [ -n "$name" ] || continue
-    if [ -z "$major" ]; then
-      unknown=$((unknown + 1))
-    elif [ "$major" -lt 580 ]; then
-      note "node $name has NVIDIA driver $major, older than 580"
-      old=$((old + 1))
-    fi
-    [ -n "$toolkit" ] || unknown=$((unknown + 1))
-  done < <(k get nodes -l nvidia.com/gpu.present=true -o jsonpath='{range .items[*]}{.metadata.name}{"|"}{.metadata.labels.nvidia\.com/cuda\.driver\.major}{"|"}{.metadata.labels.nvidia\.com/container-toolkit\.version}{"\n"}{end}')
-  [ "$old" -eq 0 ] || die "GPU nodes need NVIDIA driver 580 or newer; set TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1 if the platform manages it"
-  [ "$unknown" -eq 0 ] || note "could not verify the driver (>= 580) and container toolkit (>= 1.19.0) versions of every GPU node from its labels"
-}
-
-# The gates (an existing Job, the server version, the claims, where the pods fit) are
-# decided by `tao-k8s gate` from what kubectl returns, gathered into files here. Nodes and
-# the other namespaces' pods are cluster-wide: a service account that may not list pods
-# everywhere gets the fit on allocatable alone, said as a warning.
+# The gates (an existing Job, who holds the bundle's names, the environment the submitter
+# lets out, the server version, the claims, where the pods fit, the GPU nodes' runtime) are
+# decided by `tao-k8s gate` from what kubectl returns, gathered into files here. Secrets are
+# read through `tao-k8s driver observe`, which keeps their keys and drops their values, so no
+# value is written anywhere. Nodes and the other namespaces' pods are cluster-wide: a service
+# account that may not list pods everywhere gets the fit on allocatable alone, with a warning.
 gates() {
-  local dir=$tmpdir/cluster code=0
+  local dir=$tmpdir/cluster code=0 kind name args=() key
   quiet k get nodes -o json >"$dir/nodes.json" || die "cannot list the nodes, which the fit gate needs"
   if ! quiet k get pods --all-namespaces --field-selector=status.phase!=Succeeded,status.phase!=Failed -o json >"$dir/pods.json"; then
     rm -f "$dir/pods.json"
     note "cannot list the pods of every namespace: free capacity is not checked"
   fi
-  if [ "${#PVCS[@]}" -gt 0 ]; then
-    quiet k get pvc -o json >"$dir/pvcs.json" || die "cannot list the PersistentVolumeClaims of namespace $NAMESPACE"
+  if [ "${#claims[@]}" -gt 0 ]; then
+    quiet k get pvc -o json >"$dir/pvcs.json" || die "cannot list the PersistentVolumeClaims of namespace $ns"
   fi
-  quiet k get job "$JOB" -o json --ignore-not-found >"$dir/job.json" || die "cannot look for an existing Job $JOB"
+  quiet k get job "$job" -o json --ignore-not-found >"$dir/job.json" || die "cannot look for an existing Job $job"
   [ -s "$dir/job.json" ] || rm -f "$dir/job.json"
-  "$TAO_K8S" gate "$MANIFEST" --cluster "$dir" ${ALLOW_PENDING:+--allow-pending} ${REPLACE:+--replace} >"$tmpdir/verdicts" 2>&1 || code=$?
+  : >"$dir/objects.json"
+  [ ! -f "$dir/job.json" ] || "$tao" driver observe <"$dir/job.json" >>"$dir/objects.json"
+  while read -r kind name <&3; do
+    [ -n "$name" ] || continue
+    quiet k get "$kind" "$name" -o json --ignore-not-found | "$tao" driver observe >>"$dir/objects.json" ||
+      die "cannot look for an existing $kind $name"
+  done 3<<EOF
+service $service
+configmap $config_map
+secret $credentials_secret
+secret $ngc_pull_secret
+job $probe_job
+service $probe_job
+EOF
+  [ -z "$credentials_secret_named" ] || args+=(--named-secret "$credentials_secret")
+  for key in "${s3_required_keys[@]}" "${extra_keys[@]}"; do args+=(--needed-key "$key"); done
+  for key in "${extra_keys[@]}"; do args+=(--extra "$key"); done
+  [ "${TAO_K8S_SKIP_NODE_RUNTIME_CHECK:-0}" = 1 ] || args+=(--runtime-check)
+  "$tao" gate "$manifest_file" --cluster "$dir" ${allow_pending:+--allow-pending} ${replace:+--replace} \
+    "${pass_env[@]}" "${args[@]}" --decisions "$tmpdir/decisions" >"$tmpdir/verdicts" 2>&1 || code=$?
   sed 's/^/tao-k8s: gate /' "$tmpdir/verdicts" >&2
+  [ "${TAO_K8S_SKIP_NODE_RUNTIME_CHECK:-0}" != 1 ] || note "GPU node runtime check skipped (TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1)"
   case $code in
     0) ;;
     1) die "a gate refused the job (above)" ;;
@@ -309,232 +301,273 @@ gates() {
 
 resources_gate() {
   local secret
-  for secret in "${IMAGE_PULL_SECRETS[@]}"; do
-    quiet k get secret "$secret" -o name >/dev/null || die "image pull Secret $secret does not exist in namespace $NAMESPACE"
+  for secret in "${image_pull_secrets[@]}"; do
+    quiet k get secret "$secret" -o name >/dev/null || die "image pull Secret $secret does not exist in namespace $ns"
   done
-  if [ -n "$QUEUE" ]; then
-    quiet k get crd localqueues.kueue.x-k8s.io -o name >/dev/null || die "the Job waits for Kueue queue $QUEUE, but Kueue is not installed"
+  if [ -n "$queue" ]; then
+    quiet k get crd localqueues.kueue.x-k8s.io -o name >/dev/null || die "the Job waits for Kueue queue $queue, but Kueue is not installed"
   fi
+}
+
+# The uid of KIND NAME now, empty when there is none.
+uid_of() { k get "$1" "$2" -o jsonpath='{.metadata.uid}' --ignore-not-found 2>/dev/null || true; }
+
+# Wait until the Job NAME of uid UID is gone (deleted, or its name taken by another object),
+# at most five minutes: a Job deleted in the foreground goes once its pods are gone.
+wait_gone() {
+  local deadline=$((SECONDS + 300))
+  while [ "$(uid_of job "$1")" = "$2" ]; do
+    [ "$SECONDS" -lt "$deadline" ] || return 1
+    sleep "$poll_seconds"
+  done
+}
+
+# Issue the deletes tao-k8s listed (`PATH BODY KIND NAME UID` lines), each preconditioned on
+# the uid: an object already gone is fine, and so is a name another object holds now (it is
+# not touched). WAIT=1 waits for each Job to be gone. Fails on any other refusal.
+delete_listed() {
+  local path body kind name uid failed=0
+  while read -r path body kind name uid <&3; do
+    [ -n "$uid" ] || continue
+    if ! quiet k delete --raw "$path" -f "$body" >/dev/null; then
+      case $(uid_of "$kind" "$name") in
+        '') ;;
+        "$uid") note "could not delete the $kind $name (uid $uid)"; failed=1; continue ;;
+        *) note "the $kind $name is another object now: not touched" ;;
+      esac
+    fi
+    if [ "$kind" = Job ] && [ "$2" = 1 ] && ! wait_gone "$name" "$uid"; then
+      note "the Job $name (uid $uid) is still being deleted after five minutes"
+      failed=1
+    fi
+  done 3<<<"$1"
+  return "$failed"
+}
+
+# Create the objects tao-k8s wrote (`FILE KIND NAME` lines), in order: each by `kubectl
+# create` (which fails on a name that exists), listed for rollback and in the job record by
+# the uid the server gave it before anything else can fail.
+create_listed() {
+  local file kind name uid
+  while read -r file kind name <&3; do
+    [ -n "$name" ] || continue
+    uid=$(quiet k create -f "$file" -o jsonpath='{.metadata.uid}') ||
+      die "the API server refused to create the $kind $name (it exists, or see kubectl's message above)"
+    [[ $uid =~ ^[0-9a-fA-F-]{1,64}$ ]] || die "the created $kind $name has no uid of the expected form"
+    created+=("$kind/$name/$uid")
+    [ -z "$record_id" ] ||
+      "$tao" record own "$record_id" --kind "$kind" --namespace "$ns" --name "$name" --uid "$uid" >/dev/null ||
+      die "cannot list the $kind $name in job record $record_id"
+  done 3<<<"$1"
 }
 
 # Wait until Job $1 completes (0), fails or $2 seconds pass (1), polling every
-# TAO_K8S_POLL_SECONDS (at least 1): at most $2 / interval + 2 polls.
+# poll_seconds: at most $2 / interval + 2 polls.
 wait_job() {
-  local deadline=$((SECONDS + $2)) conditions
+  local deadline=$((SECONDS + $2)) state
   while :; do
-    conditions=$(k get job "$1" -o jsonpath='{range .status.conditions[?(@.status=="True")]}{.type}{" "}{end}' 2>/dev/null || true)
-    case " $conditions " in
-      *" Complete "*) return 0 ;;
-      *" Failed "*) return 1 ;;
+    k get job "$1" -o json >"$tmpdir/probe/job.json" 2>/dev/null || true
+    state=$("$tao" job-status "$tmpdir/probe" --state 2>/dev/null || true)
+    case $state in
+      succeeded) return 0 ;;
+      failed) return 1 ;;
     esac
     [ "$SECONDS" -lt "$deadline" ] || return 1
-    sleep "$TAO_K8S_POLL_SECONDS"
+    sleep "$poll_seconds"
   done
 }
 
-# The NCCL probe, once per cluster context unless --reprobe.
+# The NCCL probe, once per cluster context unless --reprobe. Its objects are created like the
+# job's and deleted by their uids when it ends; the pull Secret it needed stays for the job.
 probe() {
-  [ -f "$PROBE_MANIFEST" ] || die "no nccl-probe.yaml beside the script"
-  local cache="$STATE_DIR/nccl-probe/$KEY.ok" name
-  if [ "$REPROBE" = 0 ] && [ -f "$cache" ]; then
-    note "NCCL probe passed before on $WHERE"
+  [ -f "$probe_file" ] || die "no nccl-probe.yaml beside the script"
+  local cache="$state_dir/nccl-probe/$probe_key.ok" keep=${#created[@]} listed passed=1 selector lines=20
+  if [ "$reprobe" = 0 ] && [ -f "$cache" ]; then
+    note "NCCL probe passed before on $where"
     return
   fi
-  name=$PROBE_JOB
-  # The probe pulls the job's image: its pull Secret must exist first.
-  create_pull_secret
-  k delete job "$name" --ignore-not-found --wait=true --timeout=120s >/dev/null ||
-    die "the previous NCCL probe Job $name could not be deleted"
-  PROBING=1
-  k apply -f "$PROBE_MANIFEST" >/dev/null || die "the API server refused the NCCL probe"
-  if ! wait_job "$name" "$TAO_K8S_PROBE_TIMEOUT_SECONDS"; then
-    k logs -l "batch.kubernetes.io/job-name=$name" -c "$MAIN_CONTAINER" --tail 20 >&2 || true
-    k delete -f "$PROBE_MANIFEST" --ignore-not-found --wait=false >/dev/null || true
-    PROBING=0
-    die "the NCCL probe did not complete within ${TAO_K8S_PROBE_TIMEOUT_SECONDS}s: multi-node training would hang; see its log above"
-  fi
-  k logs -l "batch.kubernetes.io/job-name=$name,batch.kubernetes.io/job-completion-index=0" -c "$MAIN_CONTAINER" --tail 1 >&2 || true
-  k delete -f "$PROBE_MANIFEST" --ignore-not-found --wait=false >/dev/null || true
-  PROBING=0
-  if ! { mkdir -p "$(dirname "$cache")" && : >"$cache"; }; then
-    note "could not remember that the probe passed (in $cache)"
-  fi
+  mkdir -p "$tmpdir/probe"
+  listed=$("$tao" driver objects "$probe_file" ${record_id:+--record "$record_id"} --out "$tmpdir/probe/objects" \
+    ${ngc_pull_secret:+--ngc-pull-secret "$ngc_pull_secret"}) || die "cannot write the NCCL probe's objects"
+  # The pull Secret comes first and stays.
+  case $listed in *" Secret $ngc_pull_secret"*) pull_created=1 keep=$((keep + 1)) ;; esac
+  create_listed "$listed"
+  wait_job "$probe_job" "$probe_timeout" || passed=0
+  selector="batch.kubernetes.io/controller-uid=$(uid_of job "$probe_job")"
+  [ "$passed" = 0 ] || selector+=",batch.kubernetes.io/job-completion-index=0" lines=1
+  k logs -l "$selector" -c "$main_container" --tail "$lines" >&2 || true
+  forget_since "$keep" probe/deletes
+  [ "$passed" = 1 ] ||
+    die "the NCCL probe did not complete within ${probe_timeout}s: multi-node training would hang; see its log above"
+  { mkdir -p "$(dirname "$cache")" && : >"$cache"; } || note "could not remember that the probe passed (in $cache)"
 }
 
-# Values only ever travel through files (0600, removed on exit) and stdin, never argv.
-create_credentials_secret() {
-  [ -n "$SECRET" ] || return 0
-  local key value
-  : >"$tmpdir/env"
-  chmod 600 "$tmpdir/env"
-  [ -n "${AWS_ACCESS_KEY_ID:-}" ] || AWS_ACCESS_KEY_ID=${ACCESS_KEY:-}
-  [ -n "${AWS_SECRET_ACCESS_KEY:-}" ] || AWS_SECRET_ACCESS_KEY=${SECRET_KEY:-}
-  for key in "${REQUIRED_KEYS[@]}" "${OPTIONAL_KEYS[@]}"; do
-    value=${!key:-}
-    if [ -z "$value" ]; then
-      case " ${REQUIRED_KEYS[*]} " in *" $key "*) die "$key is not set in the environment" ;; esac
-      continue
-    fi
-    case $value in *$'\n'*) die "$key holds a newline, which a Secret env file cannot carry" ;; esac
-    printf '%s=%s\n' "$key" "$value" >>"$tmpdir/env"
+# Delete, by uid, what this run created after its first $1 objects, and forget them (also in
+# the job record): $2 names the directory of the deletes' bodies.
+forget_since() {
+  local args=() object kind name uid
+  for object in "${created[@]:$1}"; do args+=(--object "$object"); done
+  [ "${#args[@]}" -gt 0 ] || return 0
+  delete_listed "$("$tao" driver deletes --namespace "$ns" "${args[@]}" --out "$tmpdir/$2")" 0 ||
+    note "not everything this run created was deleted (above)"
+  for object in "${created[@]:$1}"; do
+    IFS=/ read -r kind name uid <<<"$object"
+    [ -z "$record_id" ] ||
+      "$tao" record own "$record_id" --kind "$kind" --namespace "$ns" --name "$name" --uid "$uid" --gone >/dev/null || true
   done
-  # Listed before it is made: a Secret the server half-took is removed too.
-  CREATED+=("$SECRET")
-  k create secret generic "$SECRET" --from-env-file="$tmpdir/env" --dry-run=client -o yaml | k apply -f - >/dev/null ||
-    die "the API server refused the Secret $SECRET"
-}
-
-create_pull_secret() {
-  [ -n "$PULL_SECRET" ] && [ "$PULL_CREATED" = 0 ] || return 0
-  if [ -z "${NGC_KEY:-}" ]; then
-    note "NGC_KEY is not set: no nvcr.io pull Secret is created, so the image must be public"
-    return 0
-  fi
-  : >"$tmpdir/docker.json"
-  chmod 600 "$tmpdir/docker.json"
-  # tao-k8s writes the JSON; the key travels on stdin, never on a command line.
-  printf '%s' "$NGC_KEY" | "$TAO_K8S" registry-auth --server nvcr.io --username "$NGC_USERNAME" >"$tmpdir/docker.json" ||
-    die "cannot write the nvcr.io registry auth"
-  PULL_CREATED=1
-  CREATED+=("$PULL_SECRET")
-  k create secret generic "$PULL_SECRET" --type=kubernetes.io/dockerconfigjson \
-    --from-file=.dockerconfigjson="$tmpdir/docker.json" --dry-run=client -o yaml | k apply -f - >/dev/null ||
-    die "the API server refused the Secret $PULL_SECRET"
+  created=("${created[@]:0:$1}")
 }
 
 submit() {
   preflight
   gates
   resources_gate
-  # The gate let an ended Job through only under --replace: it goes, with what belongs to it,
-  # before anything of the new run is made (its old record keeps its history).
-  if [ -s "$tmpdir/cluster/job.json" ]; then
-    delete_objects "$JOB" || die "the ended Job $JOB was not deleted (see kubectl's message above)"
-    note "deleted the ended Job $JOB (--replace)"
+  # decisions.env: replace_deletes (what --replace deletes: this bundle's own ended Job and
+  # leftovers, by uid) and named_secret_exists (the Secret the request names is used as is).
+  local replace_deletes=() named_secret_exists=''
+  # shellcheck source=/dev/null
+  . "$tmpdir/decisions/decisions.env"
+  record_id=$("$tao" record open --platform kubernetes --image "$image" --network-arch "$network_arch" --action "$action" \
+    --storage-tier "$tier" --results-dir "$results_dir" --source driver) || die "cannot open a job record"
+  record_open=1
+  printf '%s\n' "$record_id" >"$record_file" || die "cannot write $record_file"
+  note "job record $record_id"
+  if [ "${#replace_deletes[@]}" -gt 0 ]; then
+    delete_listed "$(printf '%s\n' "${replace_deletes[@]}")" 1 || die "what --replace deletes was not all deleted (above)"
+    note "deleted the ended Job $job and what its job record created (--replace)"
   fi
-  if [ "$NODES" -gt 1 ] && [ "$GPUS_PER_NODE" -gt 0 ]; then
+  if [ "$nodes" -gt 1 ] && [ "$gpus_per_node" -gt 0 ]; then
     probe
   fi
-  RECORD_ID=$("$TAO_K8S" record open --platform kubernetes --image "$IMAGE" --network-arch "$NETWORK_ARCH" --action "$ACTION" \
-    --storage-tier "$TIER" --results-dir "$RESULTS_DIR") || die "cannot open a job record"
-  RECORD_OPEN=1
-  printf '%s\n' "$RECORD_ID" >"$RECORD_FILE" || die "cannot write $RECORD_FILE"
-  note "job record $RECORD_ID"
-  create_credentials_secret
-  create_pull_secret
-  "$TAO_K8S" lint --select redaction --color never "$MANIFEST" >&2 || die "the manifest holds a credential"
-  local uid ref object
-  k apply --dry-run=server -f "$MANIFEST" -o json >"$tmpdir/dry-run.json" || die "the API server refused the manifest (dry run)"
-  "$TAO_K8S" kept-fields "$MANIFEST" "$tmpdir/dry-run.json" >&2 || die "the API server would drop fields of the manifest"
-  "$TAO_K8S" record mark "$RECORD_ID" SUBMITTED --source driver >/dev/null || die "cannot mark job record $RECORD_ID SUBMITTED"
-  # From here until every object is attached to the Job, a failure deletes what was applied:
+  local listed args=() key uid='' object kind name
+  if [ -n "$credentials_secret" ] && [ -z "$named_secret_exists" ]; then
+    args+=(--credentials-secret "$credentials_secret")
+    for key in "${s3_required_keys[@]}"; do args+=(--s3-required "$key"); done
+    for key in "${s3_optional_keys[@]}"; do args+=(--s3-optional "$key"); done
+    for key in "${extra_keys[@]}"; do args+=(--extra "$key"); done
+  fi
+  [ -z "$ngc_pull_secret" ] || [ -n "$pull_created" ] || args+=(--ngc-pull-secret "$ngc_pull_secret")
+  if ! listed=$("$tao" driver objects "$manifest_file" --record "$record_id" --out "$tmpdir/objects" "${args[@]}" 2>"$tmpdir/objects.err"); then
+    LC_ALL=C tr -d '\000-\010\013-\037\177' <"$tmpdir/objects.err" | sed '$d' >&2
+    die "$(tail -n 1 "$tmpdir/objects.err" | LC_ALL=C tr -d '\000-\037\177' | sed 's/^tao-k8s: //')"
+  fi
+  cat "$tmpdir/objects.err" >&2
+  "$tao" lint --select redaction --color never "$manifest_file" >&2 || die "the manifest holds a credential"
+  k apply --dry-run=server -f "$manifest_file" -o json >"$tmpdir/dry-run.json" || die "the API server refused the manifest (dry run)"
+  "$tao" driver kept-fields "$manifest_file" "$tmpdir/dry-run.json" >&2 || die "the API server would drop fields of the manifest"
+  "$tao" record mark "$record_id" SUBMITTED --source driver >/dev/null || die "cannot mark job record $record_id SUBMITTED"
+  # From here until every object is attached to the Job, a failure deletes what was created:
   # a Job left without its Secrets would wait for them forever.
-  APPLIED=1
-  k apply -f "$MANIFEST" >/dev/null || die "kubectl apply failed"
-  ref=$(k get job "$JOB" -o jsonpath='{.metadata.namespace}/{.metadata.name}') || die "the applied Job $JOB cannot be read back"
-  # The record names what the server created before anything else can fail.
-  "$TAO_K8S" record mark "$RECORD_ID" RUNNING --source driver --backend-ref "$ref" >/dev/null ||
-    die "cannot bind job record $RECORD_ID to $ref"
-  uid=$(k get job "$JOB" -o jsonpath='{.metadata.uid}') || die "the uid of the applied Job $JOB cannot be read"
-  # The patch is JSON written by tao-k8s; the uid the server gave goes into it only as a uid.
-  [[ $uid =~ ^[0-9a-fA-F-]{1,64}$ ]] || die "the applied Job $JOB has no uid of the expected form"
-  # The Job's TTL deletes only the Job and its pods: the rest is attached to it.
-  local owned=(${SERVICE:+"service/$SERVICE"} ${CONFIG_MAP:+"configmap/$CONFIG_MAP"} ${SECRET:+"secret/$SECRET"})
-  [ "$PULL_CREATED" = 1 ] && owned+=("secret/$PULL_SECRET")
-  for object in "${owned[@]}"; do
-    k patch "$object" --type=merge \
-      -p "${OWNER_PATCH/@UID@/$uid}" >/dev/null ||
-      die "$object could not be attached to the Job"
+  create_listed "$listed"
+  for object in "${created[@]}"; do
+    case $object in "Job/$job/"*) uid=${object##*/} ;; esac
+  done
+  [ -n "$uid" ] || die "the Job $job was not created"
+  # The record names what the server created (and its uid) before anything else can fail.
+  "$tao" record mark "$record_id" RUNNING --source driver --backend-ref "$ns/$job" >/dev/null ||
+    die "cannot bind job record $record_id to $ns/$job"
+  # The Job's TTL deletes only the Job and its pods: what this submit created is attached to
+  # it, by a patch that names the object's own uid (refused for any other object).
+  for object in "${created[@]}"; do
+    IFS=/ read -r kind name key <<<"$object"
+    [ "$kind" != Job ] || continue
+    k patch "${kind,,}" "$name" --type=merge -p "$("$tao" driver owner-patch "$key" "$job" "$uid")" >/dev/null ||
+      die "the $kind $name could not be attached to the Job"
   done
   # Everything belongs to the Job now: its TTL, or job.sh cancel, removes it.
-  APPLIED=0 RECORD_OPEN=0 CREATED=()
-  echo "$RECORD_ID $ref"
+  record_open=0 created=()
+  echo "$record_id $ns/$job"
 }
 
-# The record of this job: --record, else the one submit wrote beside the script.
-record_id() {
-  [ -n "$RECORD_ID" ] || RECORD_ID=$(cat "$RECORD_FILE" 2>/dev/null) || die "no job record: submit first, or pass --record ID"
-}
-
-# namespace/name of the Job, from the record (never guessed from the request).
+# The record of this job: --record, else the one submit wrote beside the script; its Job's
+# namespace/name and uid (validated when the record is read).
 backend() {
-  record_id
+  [ -n "$record_id" ] || record_id=$(head -c 64 "$record_file" 2>/dev/null) || die "no job record: submit first, or pass --record ID"
+  record_id=${record_id%$'\n'}
   local ref
-  ref=$("$TAO_K8S" record show "$RECORD_ID" --field backendRef) || die "job record $(shown "$RECORD_ID") names no Kubernetes object"
-  NAMESPACE=${ref%%/*}
-  TARGET=${ref#*/}
+  ref=$("$tao" record show "$record_id" --field backendRef) || die "job record $(shown "$record_id") names no Kubernetes object"
+  ns=${ref%%/*} target=${ref#*/}
+  target_uid=$("$tao" record show "$record_id" --field backendUid 2>/dev/null) || target_uid=''
+}
+
+# The Job of the record and its pods, read into the cluster directory.
+read_job() {
+  quiet k get job "$target" -o json >"$tmpdir/cluster/job.json" ||
+    die "the Job $ns/$target cannot be read (deleted by job.sh cancel, or by its TTL after it ended?)"
+}
+
+# The pods of the record's Job: by its uid when the record has it, else by its name.
+pod_selector() {
+  if [ -n "$target_uid" ]; then
+    printf 'batch.kubernetes.io/controller-uid=%s' "$target_uid"
+  else
+    printf 'batch.kubernetes.io/job-name=%s' "$target"
+  fi
 }
 
 # The Job and one line per pod (index, phase, node, why it waits or ended, exit code,
 # OOMKilled, restarts, the scheduler's message), written by tao-k8s from kubectl's JSON. A Job
-# that ended closes its record, a failed one with the reason.
+# that ended closes its record, a failed one with the reason. A Job of the name that is not the
+# record's is said so, and nothing is touched.
 status() {
   find_tao_k8s
   resolve_context
   backend
-  local dir=$tmpdir/cluster reason
-  quiet k get job "$TARGET" -o json >"$dir/job.json" ||
-    die "the Job $NAMESPACE/$TARGET cannot be read (deleted by job.sh cancel, or by its TTL after it ended?)"
-  quiet k get pods -l "batch.kubernetes.io/job-name=$TARGET" -o json >"$dir/pods.json" ||
-    die "the pods of the Job $NAMESPACE/$TARGET cannot be listed"
-  "$TAO_K8S" job-status "$dir" >"$tmpdir/status" || die "cannot read the status of the Job $TARGET"
-  cat "$tmpdir/status"
-  case $(head -n 1 "$tmpdir/status") in
-    *": Complete ("*) "$TAO_K8S" record mark "$RECORD_ID" SUCCEEDED --source driver >/dev/null 2>&1 || true ;;
-    *": Failed ("*)
-      reason=$("$TAO_K8S" job-status "$dir" --reason) || reason="the Job failed"
-      "$TAO_K8S" record mark "$RECORD_ID" FAILED --source driver --reason "${reason:0:4000}" >/dev/null 2>&1 || true
-      ;;
-  esac
+  read_job
+  quiet k get pods -l "$(pod_selector)" -o json >"$tmpdir/cluster/pods.json" ||
+    die "the pods of the Job $ns/$target cannot be listed"
+  "$tao" job-status "$tmpdir/cluster" --record "$record_id" || exit 1
 }
 
-# The logs of the main container: the last TAIL lines (--tail), 200 by default while the Job
-# runs and the whole log once it ended.
+# The logs of the main container: the last tail_lines lines (--tail), 200 by default while the
+# Job runs and the whole log once it ended.
 logs() {
   find_tao_k8s
   resolve_context
   backend
-  if [ -z "$TAIL" ]; then
-    case " $(k get job "$TARGET" -o jsonpath='{range .status.conditions[?(@.status=="True")]}{.type}{" "}{end}' 2>/dev/null || true) " in
-      *" Complete "* | *" Failed "*) TAIL=-1 ;;
-      *) TAIL=200 ;;
+  read_job
+  local state
+  state=$("$tao" job-status "$tmpdir/cluster" --record "$record_id" --state) || exit 1
+  if [ -z "$tail_lines" ]; then
+    case $state in
+      succeeded | failed) tail_lines=-1 ;;
+      *) tail_lines=200 ;;
     esac
   fi
-  local labels="batch.kubernetes.io/job-name=$TARGET" args=(--prefix --tail "$TAIL" -c "$MAIN_CONTAINER" --max-log-requests "$((NODES + 5))")
-  [ -n "$INDEX" ] && labels="$labels,batch.kubernetes.io/job-completion-index=$INDEX"
-  [ "$FOLLOW" = 1 ] && args+=(--follow)
+  local labels args=(--prefix --tail "$tail_lines" -c "$main_container" --max-log-requests "$((nodes + 5))")
+  labels=$(pod_selector)
+  [ -n "$index" ] && labels="$labels,batch.kubernetes.io/job-completion-index=$index"
+  [ "$follow" = 1 ] && args+=(--follow)
   k logs -l "$labels" "${args[@]}"
 }
 
-# Delete Job $1 and the objects of the bundle. Foreground: the Job goes once its pods are
-# gone, waited for at most five minutes; the rest is deleted either way (and waited for, so
-# that a new apply of the same names cannot meet them being deleted). Fails when the Job was
-# not deleted.
-delete_objects() {
-  local deleted=0
-  k delete job "$1" --cascade=foreground --ignore-not-found --timeout=300s || deleted=$?
-  [ -n "$SERVICE" ] && k delete service "$SERVICE" --ignore-not-found
-  [ -n "$CONFIG_MAP" ] && k delete configmap "$CONFIG_MAP" --ignore-not-found
-  [ -n "$SECRET" ] && k delete secret "$SECRET" --ignore-not-found
-  [ -n "$PULL_SECRET" ] && k delete secret "$PULL_SECRET" --ignore-not-found
-  return "$deleted"
-}
-
+# Delete what the job record created, each by its uid: the Job first (its pods go before it,
+# waited for at most five minutes), then what was attached to it. A name another object holds
+# now is not touched.
 cancel() {
   find_tao_k8s
   resolve_context
   backend
-  delete_objects "$TARGET" || die "the Job $TARGET was not deleted (see kubectl's message above): run job.sh cancel again"
-  "$TAO_K8S" record mark "$RECORD_ID" CANCELED --source driver >/dev/null 2>&1 ||
-    note "job record $RECORD_ID had already ended; its state is kept"
+  local listed
+  # A Job of the name that is not the record's (it was replaced) is said so, and nothing is
+  # touched; a Job that is gone leaves what the record created, each deleted by its uid.
+  quiet k get job "$target" -o json --ignore-not-found >"$tmpdir/cluster/job.json" ||
+    die "cannot look for the Job $ns/$target"
+  if [ -s "$tmpdir/cluster/job.json" ]; then
+    "$tao" job-status "$tmpdir/cluster" --record "$record_id" --state >/dev/null || exit 1
+  fi
+  listed=$("$tao" driver deletes --record "$record_id" --out "$tmpdir/deletes") || exit 1
+  delete_listed "$listed" 1 || die "not everything job record $record_id created was deleted (above): run job.sh cancel again"
+  "$tao" record mark "$record_id" CANCELED --source driver >/dev/null 2>&1 ||
+    note "job record $record_id had already ended; its state is kept"
 }
 
 case $verb in
-  preflight) preflight; gates; resources_gate; echo "preflight passed for $JOB in $NAMESPACE on $WHERE" ;;
+  preflight) preflight; gates; resources_gate; echo "preflight passed for $job in $ns on $where" ;;
   submit) submit ;;
   status) status ;;
   logs) logs ;;
   cancel) cancel ;;
   # The pull Secret the probe needed belongs to no Job: a submit makes its own.
-  probe) find_tao_k8s; resolve_context; REPROBE=1; probe; remove_created ;;
+  probe) find_tao_k8s; resolve_context; reprobe=1; probe; forget_since 0 rollback ;;
 esac

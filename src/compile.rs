@@ -92,7 +92,7 @@ fn check(source: &Source) -> Result<(request::Loaded, Staging), Failure> {
 pub struct Bundle {
     pub job: Compiled,
     pub probe: Option<Compiled>,
-    pub script: crate::script::ScriptPlan,
+    pub script: crate::driver::JobValues,
 }
 
 /// Compile the bundle of one request. A probe that does not compile refuses the bundle with
@@ -113,7 +113,7 @@ pub fn bundle(source: &Source, opts: &Options, templates: &Templates) -> Result<
     } else {
         None
     };
-    let script = crate::script::ScriptPlan::new(&job.plan);
+    let script = crate::driver::JobValues::new(&job.plan);
     Ok(Bundle { job, probe, script })
 }
 

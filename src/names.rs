@@ -35,6 +35,10 @@ pub struct Names {
     pub secret: String,
     /// The image pull Secret: `<job>-ngc`.
     pub pull_secret: String,
+    /// `secret` is the request's `credentials.secretName`, not derived: it may be a Secret
+    /// that exists and belongs to someone else.
+    #[serde(skip)]
+    pub secret_named: bool,
 }
 
 impl Names {
@@ -50,6 +54,7 @@ impl Names {
             config_map: format!("{job}-spec"),
             secret: secret_override.map_or_else(|| format!("{job}-creds"), str::to_owned),
             pull_secret: format!("{job}-ngc"),
+            secret_named: secret_override.is_some(),
             job,
         }
     }

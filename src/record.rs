@@ -118,8 +118,56 @@ pub struct Record {
     /// `<namespace>/<job-name>`, bound once the object is applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_ref: Option<String>,
+    /// The uid the API server gave the Job of `backend_ref`: the record acts on that object
+    /// only, never on another that took its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_uid: Option<String>,
+    /// Every object the driver created for this job, in creation order, by uid.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<Owned>,
     pub state: State,
     pub history: Vec<Event>,
+}
+
+/// An object the driver created: the only kind of object it ever changes or deletes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Owned {
+    /// `Job`, `Service`, `ConfigMap` or `Secret`.
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+}
+
+/// The kinds the driver creates.
+pub const OWNED_KINDS: [&str; 4] = ["Job", "Service", "ConfigMap", "Secret"];
+
+impl Owned {
+    /// Refuse an object the driver could not have created, or whose names it could not pass to
+    /// kubectl as they are.
+    pub fn check(&self) -> Result<(), RecordError> {
+        let problem = if !OWNED_KINDS.contains(&self.kind.as_str()) {
+            format!("kind {:?} is not one the driver creates", self.kind)
+        } else if !names::is_dns1123_label(&self.namespace) {
+            format!("namespace {:?} is not a DNS-1123 label", self.namespace)
+        } else if !names::is_dns1123_subdomain(&self.name) {
+            format!("name {:?} is not a DNS-1123 subdomain", self.name)
+        } else if !is_uid(&self.uid) {
+            format!("uid {:?} is not a uid", self.uid)
+        } else {
+            return Ok(());
+        };
+        Err(RecordError::InvalidField {
+            field: "objects",
+            problem,
+        })
+    }
+}
+
+/// A uid as the API server writes them (a UUID), or close enough to pass to kubectl as data.
+pub fn is_uid(s: &str) -> bool {
+    (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
 }
 
 /// The fields of a record to open; the first history entry is OPEN by `source`.
@@ -171,11 +219,16 @@ pub const FIELD_LIMITS: [(&str, usize); 6] = [
 
 /// Refuse a field value over its limit or with a control character; the message shows the
 /// value escaped and cut short.
-fn check_field(field: &'static str, value: &str) -> Result<(), RecordError> {
-    let limit = FIELD_LIMITS
+/// The limit of a record field, by its name in the record (0 for a name not in the table).
+pub fn field_limit(field: &str) -> usize {
+    FIELD_LIMITS
         .iter()
         .find(|(name, _)| *name == field)
-        .map_or(0, |(_, limit)| *limit);
+        .map_or(0, |(_, limit)| *limit)
+}
+
+fn check_field(field: &'static str, value: &str) -> Result<(), RecordError> {
+    let limit = field_limit(field);
     let problem = if value.len() > limit {
         format!(
             "is {} bytes long, over its limit of {limit} bytes",
@@ -208,6 +261,30 @@ fn check_record(record: &Record) -> Result<(), RecordError> {
     check_field("networkArch", &record.network_arch)?;
     check_field("action", &record.action)?;
     check_field("resultsDir", &record.results_dir)?;
+    if record.platform != PLATFORM {
+        return Err(RecordError::InvalidField {
+            field: "platform",
+            problem: format!("is {:?}, not {PLATFORM:?}", record.platform),
+        });
+    }
+    if let Some(r) = record.backend_ref.as_deref().filter(|r| !is_backend_ref(r)) {
+        return Err(RecordError::InvalidBackendRef(r.to_string()));
+    }
+    if let Some(uid) = record.backend_uid.as_deref().filter(|u| !is_uid(u)) {
+        return Err(RecordError::InvalidField {
+            field: "backendUid",
+            problem: format!("{uid:?} is not a uid"),
+        });
+    }
+    if record.objects.len() > MAX_OWNED {
+        return Err(RecordError::InvalidField {
+            field: "objects",
+            problem: format!("lists {} objects, over {MAX_OWNED}", record.objects.len()),
+        });
+    }
+    for object in &record.objects {
+        object.check()?;
+    }
     for event in &record.history {
         check_field("source", &event.source)?;
         if let Some(reason) = &event.reason {
@@ -284,13 +361,15 @@ impl Store {
         let now = SystemTime::now();
         let mut record = Record {
             id: new_id(now),
-            platform: "kubernetes".to_string(),
+            platform: PLATFORM.to_string(),
             image: fields.image,
             network_arch: fields.network_arch,
             action: fields.action,
             storage_tier: fields.storage_tier,
             results_dir: fields.results_dir,
             backend_ref: None,
+            backend_uid: None,
+            objects: Vec::new(),
             state: State::Open,
             history: vec![Event {
                 state: State::Open,
@@ -345,6 +424,12 @@ impl Store {
         record.state = state;
         if let Some(r) = backend_ref {
             record.backend_ref = Some(r.to_string());
+            // The uid of the Job this record created under that name, if it created one.
+            record.backend_uid = record
+                .objects
+                .iter()
+                .find(|o| o.kind == "Job" && r == format!("{}/{}", o.namespace, o.name))
+                .map(|o| o.uid.clone());
         }
         record.history.push(Event {
             state,
@@ -353,6 +438,46 @@ impl Store {
             reason: reason.map(str::to_string),
         });
         self.write(&record, true)?;
+        Ok(record)
+    }
+
+    /// Add an object the driver created to record `id` (before anything else can fail, so
+    /// that only objects it names are ever deleted). A record that ended takes none.
+    pub fn own(&self, id: &str, object: Owned) -> Result<Record, RecordError> {
+        let path = self.path(id)?;
+        object.check()?;
+        let _lock = self.lock()?;
+        let mut record = read(id, &path)?;
+        if record.state.is_terminal() {
+            return Err(RecordError::InvalidField {
+                field: "objects",
+                problem: format!("cannot grow: record {id} is {}", record.state),
+            });
+        }
+        if !record.objects.iter().any(|o| o.uid == object.uid) {
+            if record.objects.len() >= MAX_OWNED {
+                return Err(RecordError::InvalidField {
+                    field: "objects",
+                    problem: format!("holds {MAX_OWNED} objects already"),
+                });
+            }
+            record.objects.push(object);
+            self.write(&record, true)?;
+        }
+        Ok(record)
+    }
+
+    /// Take the object of `uid` off record `id`'s objects: the driver deleted it (the NCCL
+    /// probe's Job, once it ran), so no later delete names it.
+    pub fn disown(&self, id: &str, uid: &str) -> Result<Record, RecordError> {
+        let path = self.path(id)?;
+        let _lock = self.lock()?;
+        let mut record = read(id, &path)?;
+        let before = record.objects.len();
+        record.objects.retain(|o| o.uid != uid);
+        if record.objects.len() != before {
+            self.write(&record, true)?;
+        }
         Ok(record)
     }
 
@@ -410,6 +535,13 @@ impl Store {
         persisted.map(drop).map_err(|e| io_err(&path)(e.error))
     }
 }
+
+/// The one platform of this project's records.
+pub const PLATFORM: &str = "kubernetes";
+
+/// The most objects a record lists: a job, its Service, ConfigMap, two Secrets, the probe's
+/// Job and Service, with room to spare.
+pub const MAX_OWNED: usize = 16;
 
 /// The largest record file read: a record is a few hundred bytes.
 pub const MAX_RECORD_BYTES: u64 = 1 << 20;
@@ -534,13 +666,23 @@ mod tests {
         };
         let record = Record {
             id: new_id(SystemTime::now()),
-            platform: "kubernetes".into(),
+            platform: PLATFORM.into(),
             image: full("image"),
             network_arch: full("networkArch"),
             action: full("action"),
             storage_tier: StorageTier::A,
             results_dir: full("resultsDir"),
             backend_ref: Some(format!("{}/{}", "n".repeat(63), "j".repeat(253))),
+            backend_uid: Some("f".repeat(64)),
+            objects: vec![
+                Owned {
+                    kind: "ConfigMap".into(),
+                    namespace: "n".repeat(63),
+                    name: "j".repeat(253),
+                    uid: "f".repeat(64),
+                };
+                MAX_OWNED
+            ],
             state: State::Failed,
             history: [State::Open, State::Submitted, State::Running, State::Failed]
                 .map(event)

@@ -1,9 +1,11 @@
 //! Scenario tests of the driver script: the `job.sh` of a rendered bundle runs, as shipped,
 //! against `fixtures/kubectl/fake-kubectl`, which logs every kubectl call and answers from a
-//! scenario file (`fixtures/kubectl/scenarios/*.scenario`). Each test asserts the exit code,
-//! the key stderr lines, the job record, and the exact sequence of the mutating kubectl calls
-//! (apply, create, patch, delete). Credentials are recognisably fake values that must appear
-//! nowhere but on the stdin of the Secret-creating calls.
+//! scenario file (`fixtures/kubectl/scenarios/*.scenario`) and, for the objects the driver
+//! creates, reads, patches and deletes, from a fake API server's store (`fake-cluster`: a
+//! directory per sandbox, which a test may fill with other people's objects first). Each test
+//! asserts the exit code, the key stderr lines, the job record, and the exact sequence of the
+//! mutating kubectl calls (apply, create, patch, delete). Credentials are recognisably fake
+//! values that must appear nowhere but in the 0600 files of the Secrets the driver creates.
 
 use assert_cmd::cargo::cargo_bin;
 use serde_json::Value;
@@ -29,8 +31,6 @@ const SECRET_KEY: (&str, &str) = ("SECRET_KEY", "FAKElegacyFAKElegacyFAKElegacy0
 const S3_BUCKET_NAME: (&str, &str) = ("S3_BUCKET_NAME", "tao-bucket");
 
 const DRY_RUN: &str = "apply --dry-run=server -f $BUNDLE/manifest.yaml -o json";
-const APPLY: &str = "apply -f $BUNDLE/manifest.yaml";
-const STDIN_APPLY: &str = "apply -f - <stdin>";
 
 /// A temporary directory with a rendered bundle (`bundle/`), the fake kubectl first on PATH
 /// (`bin/`), the state directory (`state/`), TMPDIR (`tmp/`) and the files the fake answers
@@ -56,7 +56,6 @@ struct Run {
 struct Call {
     argv: Vec<String>,
     stdin: bool,
-    stdin_len: u64,
     files: Vec<Value>,
 }
 
@@ -88,7 +87,7 @@ impl Sandbox {
     /// `request` is relative to the repository.
     fn new(request: &str) -> Sandbox {
         let dir = tempfile::tempdir().unwrap();
-        for sub in ["bin", "state", "tmp", "files", "home"] {
+        for sub in ["bin", "state", "tmp", "files", "home", "cluster"] {
             fs::create_dir(dir.path().join(sub)).unwrap();
         }
         std::os::unix::fs::symlink(
@@ -189,6 +188,53 @@ impl Sandbox {
     fn run_in(&self, bundle: &str, scenario: &str, env: &[(&str, &str)], args: &[&str]) -> Run {
         let log = self.path("kubectl.log");
         let _ = fs::remove_file(&log);
+        let out = self
+            .command(bundle, scenario, env, args, &log)
+            .output()
+            .unwrap();
+        self.finished(out, &log, bundle)
+    }
+
+    /// Several `job.sh ARGS` of `bundle` at once, each with its own kubectl log, against one
+    /// fake API server: what two shells of one submitter see when they race.
+    fn run_at_once(
+        &self,
+        n: usize,
+        scenario: &str,
+        env: &[(&str, &str)],
+        args: &[&str],
+    ) -> Vec<Run> {
+        let logs: Vec<PathBuf> = (0..n)
+            .map(|i| self.path(&format!("kubectl-{i}.log")))
+            .collect();
+        let children: Vec<_> = logs
+            .iter()
+            .map(|log| {
+                let _ = fs::remove_file(log);
+                self.command("bundle", scenario, env, args, log)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        children
+            .into_iter()
+            .zip(&logs)
+            .map(|(child, log)| self.finished(child.wait_with_output().unwrap(), log, "bundle"))
+            .collect()
+    }
+
+    /// The command of `bash job.sh ARGS` of the bundle in `bundle`, against `scenario`, with a
+    /// clean environment plus `env` (which may override the defaults), logging into `log`.
+    fn command(
+        &self,
+        bundle: &str,
+        scenario: &str,
+        env: &[(&str, &str)],
+        args: &[&str],
+        log: &Path,
+    ) -> Command {
         let bundle = self.path(bundle);
         let path = format!(
             "{}:{}",
@@ -203,7 +249,8 @@ impl Sandbox {
                 .join("fixtures/kubectl/scenarios")
                 .join(format!("{scenario}.scenario"))
         };
-        let out = Command::new("bash")
+        let mut command = Command::new("bash");
+        command
             .arg(bundle.join("job.sh"))
             .args(args)
             .env_clear()
@@ -215,14 +262,20 @@ impl Sandbox {
             .env("TAO_K8S_CONTEXT", CONTEXT)
             .env("TAO_K8S_SKIP_NODE_RUNTIME_CHECK", "1")
             .env("TAO_K8S_POLL_SECONDS", "1")
-            .env("FAKE_KUBECTL_LOG", &log)
+            // The requests' credentials.extra is HF_TOKEN: allowed unless a test says not.
+            .env("TAO_K8S_PASS_ENV", "HF_TOKEN")
+            .env("FAKE_KUBECTL_LOG", log)
+            .env("FAKE_KUBECTL_CLUSTER", self.path("cluster"))
             .env("FAKE_KUBECTL_SCENARIO", scenario)
             .env("FAKE_KUBECTL_FILES", self.path("files"))
             .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let log = fs::read_to_string(&log).unwrap_or_default();
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// The run that ended with `out`, its calls read from `log`.
+    fn finished(&self, out: std::process::Output, log: &Path, bundle: &str) -> Run {
+        let log = fs::read_to_string(log).unwrap_or_default();
         let calls = log
             .lines()
             .map(|line| {
@@ -236,7 +289,6 @@ impl Sandbox {
                         .map(|a| a.as_str().unwrap().to_string())
                         .collect(),
                     stdin: v["stdin"].as_bool().unwrap(),
-                    stdin_len: v["stdin_len"].as_u64().unwrap(),
                     files: v["files"].as_array().unwrap().clone(),
                 }
             })
@@ -247,7 +299,7 @@ impl Sandbox {
             stderr: String::from_utf8(out.stderr).unwrap(),
             calls,
             log,
-            bundle,
+            bundle: self.path(bundle),
             tmp: self.path("tmp"),
         }
     }
@@ -307,8 +359,13 @@ impl Sandbox {
         ids
     }
 
-    /// A record as an earlier submit in another shell left it: RUNNING, bound to `backend`.
+    /// A record as an earlier submit in another shell left it: RUNNING, bound to `backend`,
+    /// whose Job it created with the uid [`UID`].
     fn running_record(&self, backend: &str) -> String {
+        self.running_record_of(backend, UID)
+    }
+
+    fn running_record_of(&self, backend: &str, uid: &str) -> String {
         let state = self.path("state");
         let open = tao(
             &[
@@ -331,7 +388,21 @@ impl Sandbox {
         );
         assert!(open.status.success());
         let id = String::from_utf8(open.stdout).unwrap().trim().to_string();
+        let (namespace, name) = backend.split_once('/').unwrap();
         for mark in [
+            vec![
+                "record",
+                "own",
+                &id,
+                "--kind",
+                "Job",
+                "--namespace",
+                namespace,
+                "--name",
+                name,
+                "--uid",
+                uid,
+            ],
             vec!["record", "mark", &id, "SUBMITTED", "--source", "driver"],
             vec![
                 "record",
@@ -347,6 +418,54 @@ impl Sandbox {
             assert!(tao(&mark, &state).status.success());
         }
         id
+    }
+
+    /// Put `object` (a file of the scenarios, or JSON) into the fake API server, as if
+    /// someone had created it: `namespace/kind/name.json` of the store.
+    fn preload(&self, object: &str) {
+        let text = if object.trim_start().starts_with('{') {
+            object.to_string()
+        } else {
+            fs::read_to_string(
+                Path::new(ROOT)
+                    .join("fixtures/kubectl/scenarios")
+                    .join(object),
+            )
+            .unwrap()
+        };
+        let value: Value = serde_json::from_str(&text).unwrap();
+        let ns = value["metadata"]["namespace"].as_str().unwrap_or("default");
+        let kind = value["kind"].as_str().unwrap().to_lowercase();
+        let name = value["metadata"]["name"].as_str().unwrap();
+        let dir = self.path(&format!("cluster/{ns}/{kind}"));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(format!("{name}.json")), text).unwrap();
+    }
+
+    /// A fresh fake API server, as after the TTL collected what earlier runs created.
+    fn empty_cluster(&self) {
+        fs::remove_dir_all(self.path("cluster")).unwrap();
+        fs::create_dir(self.path("cluster")).unwrap();
+    }
+
+    /// The object `kind/name` of namespace `ns` in the fake API server, if it exists.
+    fn object(&self, ns: &str, kind: &str, name: &str) -> Option<Value> {
+        let path = self.path(&format!("cluster/{ns}/{kind}/{name}.json"));
+        let text = fs::read_to_string(path).ok()?;
+        Some(serde_json::from_str(&text).unwrap())
+    }
+
+    /// The keys of the Secret `name` in the fake API server (it keeps no values).
+    fn secret_keys(&self, ns: &str, name: &str) -> Vec<String> {
+        let secret = self.object(ns, "secret", name).expect("the Secret exists");
+        let mut keys: Vec<String> = secret["data"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        keys.sort();
+        keys
     }
 
     /// Every file under the sandbox except the fake's log, the answers and the bin link.
@@ -405,7 +524,13 @@ impl Run {
                 }
             })
             .collect();
-        let line = tmp.replace_all(&words.join(" "), "$$TMP").into_owned();
+        let joined = words.join(" ");
+        let line = tmp.replace_all(&joined, "$$TMP");
+        // The uids the fake API server gives (not the names that hold one).
+        let uid =
+            regex::Regex::new(r#"("uid":"|"tao-k8s.io/job-uid":"|controller-uid=)[0-9a-f-]{36}"#)
+                .unwrap();
+        let line = uid.replace_all(&line, "${1}UID").into_owned();
         if call.stdin { line + " <stdin>" } else { line }
     }
 
@@ -444,43 +569,16 @@ impl Run {
         );
     }
 
-    /// Each Secret is created by `create secret ... --dry-run=client -o yaml` (nothing on its
-    /// stdin) piped into `apply -f -` (the Secret on its stdin), from 0600 files.
-    fn assert_secrets_through_stdin(&self) {
-        for (i, call) in self.calls.iter().enumerate() {
-            if call.verb().starts_with(&["create".into(), "secret".into()]) {
+    /// Each object is created by `create -f FILE` from a file only its owner reads (0600),
+    /// never from stdin or a command line.
+    fn assert_created_from_private_files(&self) {
+        for call in &self.calls {
+            if call.verb().first().is_some_and(|v| v == "create") {
                 assert!(!call.stdin, "{:?}", call.argv);
-                assert!(
-                    call.argv.iter().any(|a| a == "--dry-run=client"),
-                    "{:?}",
-                    call.argv
-                );
-                assert!(!call.files.is_empty(), "no file: {:?}", call.argv);
-                for file in &call.files {
-                    assert_eq!(file["mode"], "600", "{file} of {:?}", call.argv);
-                }
-                let next = self.calls.get(i + 1).expect("an apply after the create");
-                assert_eq!(next.verb(), ["apply", "-f", "-"]);
-                assert!(next.stdin && next.stdin_len > 0, "apply -f - had no stdin");
+                assert_eq!(call.files.len(), 1, "{:?}", call.argv);
+                assert_eq!(call.files[0]["mode"], "600", "{:?}", call.argv);
             }
         }
-    }
-
-    /// The keys of the env file each `create secret ... --from-env-file` read, in order.
-    fn env_file_keys(&self) -> Vec<Vec<String>> {
-        self.calls
-            .iter()
-            .flat_map(|c| &c.files)
-            .filter(|f| f["flag"] == "--from-env-file")
-            .map(|f| {
-                f["keys"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|k| k.as_str().unwrap().to_string())
-                    .collect()
-            })
-            .collect()
     }
 }
 
@@ -509,40 +607,59 @@ fn strings(lines: &[&str]) -> Vec<String> {
     lines.iter().map(|l| l.to_string()).collect()
 }
 
-/// `create secret` of the credentials Secret, and its apply.
-fn env_secret(name: &str) -> Vec<String> {
-    vec![
-        format!("create secret generic {name} --from-env-file=$TMP/env --dry-run=client -o yaml"),
-        STDIN_APPLY.to_string(),
-    ]
+/// The creation of an object of the bundle (`kind` lower case), from the file tao-k8s wrote.
+fn create(kind: &str, name: &str) -> String {
+    format!("create -f $TMP/objects/{kind}-{name}.json -o jsonpath=…")
 }
 
-/// `create secret` of the nvcr.io pull Secret, and its apply.
-fn pull_secret(name: &str) -> Vec<String> {
-    vec![
-        format!(
-            "create secret generic {name} --type=kubernetes.io/dockerconfigjson \
-             --from-file=.dockerconfigjson=$TMP/docker.json --dry-run=client -o yaml"
-        ),
-        STDIN_APPLY.to_string(),
-    ]
+/// The creation of what the manifest holds, in its order: ConfigMap, Service, Job.
+fn manifest(job: &str, config_map: bool, service: bool) -> Vec<String> {
+    let mut out = vec![DRY_RUN.to_string()];
+    if config_map {
+        out.push(create("configmap", &format!("{job}-spec")));
+    }
+    if service {
+        out.push(create("service", job));
+    }
+    out.push(create("job", job));
+    out
 }
 
-/// The ownerReferences patch that attaches `object` to the Job.
-fn owned(object: &str, job: &str) -> String {
+/// The merge patch that attaches `kind name` to the Job: it names the object's own uid.
+fn owned(kind: &str, name: &str, job: &str) -> String {
     format!(
-        "patch {object} --type=merge -p {{\"metadata\":{{\"ownerReferences\":[{{\"apiVersion\":\
-         \"batch/v1\",\"kind\":\"Job\",\"name\":\"{job}\",\"uid\":\"{UID}\"}}]}}}}"
+        "patch {kind} {name} --type=merge -p {{\"metadata\":{{\"annotations\":{{\"tao-k8s.io/job-uid\":\
+         \"UID\"}},\"ownerReferences\":[{{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"name\":\
+         \"{job}\",\"uid\":\"UID\"}}],\"uid\":\"UID\"}}}}"
     )
 }
 
-/// The NCCL probe: a stale probe Job removed, the probe applied, then removed.
-fn probe(job: &str) -> Vec<String> {
-    vec![
-        format!("delete job {job}-nccl-probe --ignore-not-found --wait=true --timeout=120s"),
-        "apply -f $BUNDLE/nccl-probe.yaml".to_string(),
-        "delete -f $BUNDLE/nccl-probe.yaml --ignore-not-found --wait=false".to_string(),
-    ]
+/// The DELETE of an object, preconditioned on its uid (the body file), from `dir` of $TMP.
+fn delete(kind: &str, name: &str, dir: &str, i: usize) -> String {
+    let path = match kind {
+        "job" => format!("/apis/batch/v1/namespaces/default/jobs/{name}"),
+        other => format!("/api/v1/namespaces/default/{other}s/{name}"),
+    };
+    format!("delete --raw {path} -f $TMP/{dir}/delete-{i}.json")
+}
+
+/// The NCCL probe: its Service and Job created, then deleted by their uids (with the pull
+/// Secret created first when NGC_KEY is set).
+fn probe(job: &str, pull: bool) -> Vec<String> {
+    let probe = format!("{job}-nccl-probe");
+    let mut out = Vec::new();
+    if pull {
+        out.push(format!(
+            "create -f $TMP/probe/objects/secret-{job}-ngc.json -o jsonpath=…"
+        ));
+    }
+    out.extend([
+        format!("create -f $TMP/probe/objects/service-{probe}.json -o jsonpath=…"),
+        format!("create -f $TMP/probe/objects/job-{probe}.json -o jsonpath=…"),
+        delete("job", &probe, "probe/deletes", 0),
+        delete("service", &probe, "probe/deletes", 1),
+    ]);
+    out
 }
 
 fn states(record: &Value) -> Vec<&str> {
@@ -625,10 +742,11 @@ fn single_node_submit_runs_the_gates_opens_a_record_applies_and_binds_the_job() 
     run.assert_stderr(&format!("tao-k8s: job record {id}"));
     run.assert_stderr("tao-k8s: NGC_KEY is not set: no nvcr.io pull Secret is created");
 
-    // Every gate, in order, before anything changes.
+    // Every gate, in order, before anything changes: the objects of the bundle's names are
+    // looked for (the Secret through `driver observe`, which keeps no value).
     run.assert_scoped("default");
     let lines = run.lines();
-    let first_change = lines.iter().position(|l| l.starts_with("create")).unwrap();
+    let first_change = lines.iter().position(|l| l.starts_with("apply")).unwrap();
     assert_eq!(
         lines[..first_change],
         strings(&[
@@ -638,26 +756,49 @@ fn single_node_submit_runs_the_gates_opens_a_record_applies_and_binds_the_job() 
             "auth can-i create secrets",
             "auth can-i delete secrets",
             "auth can-i patch secrets",
-            "get nodes -o jsonpath=…",
-            "get nodes -l nvidia.com/gpu.present=true -o jsonpath=…",
             "get nodes -o json",
             "get pods --all-namespaces \
              --field-selector=status.phase!=Succeeded,status.phase!=Failed -o json",
             "get pvc -o json",
             &format!("get job {job} -o json --ignore-not-found"),
+            &format!("get secret {job}-creds -o json --ignore-not-found"),
+            &format!("get secret {job}-ngc -o json --ignore-not-found"),
         ])
     );
+    run.assert_stderr("tao-k8s: gate owners: pass: no object of the bundle's names exists");
+    run.assert_stderr("tao-k8s: gate credentials: pass: you allow HF_TOKEN to reach the pod");
+    run.assert_stderr("tao-k8s: gate runtime: pass: 4 GPU nodes have driver >= 580");
     assert_eq!(
         run.mutations(),
         [
-            env_secret(&format!("{job}-creds")),
-            strings(&[DRY_RUN, APPLY]),
-            vec![owned(&format!("secret/{job}-creds"), job)],
+            vec![
+                DRY_RUN.to_string(),
+                create("secret", &format!("{job}-creds"))
+            ],
+            manifest(job, false, false)[1..].to_vec(),
+            vec![owned("secret", &format!("{job}-creds"), job)],
         ]
         .concat()
     );
-    assert_eq!(run.env_file_keys(), [["HF_TOKEN"]]);
-    run.assert_secrets_through_stdin();
+    assert_eq!(
+        s.secret_keys("default", &format!("{job}-creds")),
+        ["HF_TOKEN"]
+    );
+    run.assert_created_from_private_files();
+    // Every object is stamped with the record and listed in it by the uid the server gave.
+    let created = s.object("default", "job", job).unwrap();
+    assert_eq!(created["metadata"]["labels"]["tao-k8s.io/job-record"], id);
+    assert_eq!(
+        created["spec"]["template"]["metadata"]["labels"]["tao-k8s.io/job-record"],
+        id
+    );
+    let secret = s
+        .object("default", "secret", &format!("{job}-creds"))
+        .unwrap();
+    assert_eq!(
+        secret["metadata"]["ownerReferences"][0]["uid"],
+        created["metadata"]["uid"]
+    );
 
     let record = s.record(&id);
     assert_eq!(record["state"], "RUNNING");
@@ -668,6 +809,20 @@ fn single_node_submit_runs_the_gates_opens_a_record_applies_and_binds_the_job() 
     assert_eq!(record["action"], "inference");
     assert_eq!(record["storageTier"], "A");
     assert_eq!(record["resultsDir"], "/results/infer");
+    assert_eq!(record["backendUid"], created["metadata"]["uid"]);
+    let objects: Vec<(&str, &str)> = record["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["kind"].as_str().unwrap(), o["uid"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        objects,
+        [
+            ("Secret", secret["metadata"]["uid"].as_str().unwrap()),
+            ("Job", created["metadata"]["uid"].as_str().unwrap()),
+        ]
+    );
     assert_eq!(s.record_ids(), [id]);
     assert_no_leak(&s, &run, &[HF_TOKEN]);
 }
@@ -677,10 +832,10 @@ fn four_node_submit_runs_the_nccl_probe_once_per_context() {
     let job = "rtdetr-train-4n";
     let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
     let after_probe = [
-        strings(&[DRY_RUN, APPLY]),
+        manifest(job, true, true),
         vec![
-            owned(&format!("service/{job}"), job),
-            owned(&format!("configmap/{job}-spec"), job),
+            owned("configmap", &format!("{job}-spec"), job),
+            owned("service", job, job),
         ],
     ]
     .concat();
@@ -690,20 +845,26 @@ fn four_node_submit_runs_the_nccl_probe_once_per_context() {
     first.assert_scoped("default");
     assert_eq!(
         first.mutations(),
-        [probe(job), after_probe.clone()].concat()
+        [probe(job, false), after_probe.clone()].concat()
     );
     first.assert_stderr("tao-k8s nccl-probe: OK: all-reduce of 256 MiB");
-    // The probe completes before the record opens and the manifest is tried.
+    // The probe completes before the manifest is tried, and its objects are gone.
     let lines = first.lines();
     let at = |line: &str| lines.iter().position(|l| l == line).unwrap();
-    let wait = at(&format!("get job {job}-nccl-probe -o jsonpath=…"));
-    assert!(at("apply -f $BUNDLE/nccl-probe.yaml") < wait && wait < at(DRY_RUN));
+    let wait = at(&format!("get job {job}-nccl-probe -o json"));
+    let created = format!("create -f $TMP/probe/objects/job-{job}-nccl-probe.json -o jsonpath=…");
+    assert!(at(&created) < wait && wait < at(DRY_RUN));
+    assert!(
+        s.object("default", "job", &format!("{job}-nccl-probe"))
+            .is_none()
+    );
     assert!(s.path(&format!("state/nccl-probe/{CONTEXT}.ok")).is_file());
     let first_id = s.record_id();
     assert_eq!(s.record(&first_id)["state"], "RUNNING");
     assert_eq!(first.stdout, format!("{first_id} default/{job}\n"));
 
-    // Same context: the cached probe.
+    // Same context: the cached probe (the first Job ended and its TTL collected it).
+    s.empty_cluster();
     let second = s.run("healthy-cluster", &[], &["submit"]);
     second.assert_code(0);
     second.assert_stderr(&format!(
@@ -713,14 +874,16 @@ fn four_node_submit_runs_the_nccl_probe_once_per_context() {
     assert_ne!(s.record_id(), first_id, "every submit opens its own record");
 
     // --reprobe forces it.
+    s.empty_cluster();
     let third = s.run("healthy-cluster", &[], &["submit", "--reprobe"]);
     third.assert_code(0);
     assert_eq!(
         third.mutations(),
-        [probe(job), after_probe.clone()].concat()
+        [probe(job, false), after_probe.clone()].concat()
     );
 
     // Another context has not been probed.
+    s.empty_cluster();
     let other = s.run(
         "healthy-cluster",
         &[("TAO_K8S_CONTEXT", "other-ctx")],
@@ -728,7 +891,7 @@ fn four_node_submit_runs_the_nccl_probe_once_per_context() {
     );
     other.assert_code(0);
     other.assert_scoped_in("other-ctx", "default");
-    assert_eq!(other.mutations(), [probe(job), after_probe].concat());
+    assert_eq!(other.mutations(), [probe(job, false), after_probe].concat());
     assert_eq!(s.record_ids().len(), 4);
 }
 
@@ -776,7 +939,10 @@ fn a_server_older_than_1_28_is_refused_for_multi_node_only() {
     let single = Sandbox::new("fixtures/requests/valid/args-mode.yaml");
     let run = single.run("kube-1.27", &[], &["submit"]);
     run.assert_code(0);
-    assert_eq!(run.mutations(), [DRY_RUN, APPLY]);
+    assert_eq!(
+        run.mutations(),
+        manifest("classification-evaluate", false, false)
+    );
     let id = single.record_id();
     assert_eq!(run.stdout, format!("{id} vision/classification-evaluate\n"));
     assert_eq!(
@@ -807,9 +973,10 @@ fn an_old_gpu_driver_is_refused_unless_the_check_is_skipped() {
     assert_refused_by_a_gate(
         &s,
         &run,
-        "tao-k8s: GPU nodes need NVIDIA driver 580 or newer",
+        "tao-k8s: gate runtime: refused: node gpu-node-2 has NVIDIA driver 550, older than 580; \
+         node gpu-node-2 has NVIDIA container toolkit 1.17.4, older than 1.19.0: GPU nodes need \
+         NVIDIA driver 580 or newer",
     );
-    run.assert_stderr("tao-k8s: node gpu-node-2 has NVIDIA driver 550, older than 580");
 
     let skipped = s.run("old-gpu-driver", &[HF_TOKEN], &["submit"]);
     skipped.assert_code(0);
@@ -865,7 +1032,7 @@ fn a_queued_job_is_refused_only_when_it_never_fits() {
         "tao-k8s: gate fit: pass: fits only on an idle cluster: room for 0 of 1 pod now",
     );
     run.assert_stderr("Kueue queue team-a admits the Job when it fits");
-    assert_eq!(run.mutations(), [DRY_RUN, APPLY]);
+    assert_eq!(run.mutations(), manifest("dino-train-h100", false, false));
     assert_eq!(s.record(&s.record_id())["state"], "RUNNING");
 }
 
@@ -887,8 +1054,8 @@ fn busy_gpus_make_a_single_pod_wait_with_a_warning() {
     assert_eq!(
         run.mutations(),
         [
-            strings(&[DRY_RUN, APPLY]),
-            vec![owned(&format!("configmap/{job}-spec"), job)]
+            manifest(job, true, false),
+            vec![owned("configmap", &format!("{job}-spec"), job)]
         ]
         .concat()
     );
@@ -929,11 +1096,11 @@ fn busy_gpus_refuse_a_multi_node_job_unless_pending_is_allowed() {
     assert_eq!(
         run.mutations(),
         [
-            probe(job),
-            strings(&[DRY_RUN, APPLY]),
+            probe(job, false),
+            manifest(job, true, true),
             vec![
-                owned(&format!("service/{job}"), job),
-                owned(&format!("configmap/{job}-spec"), job),
+                owned("configmap", &format!("{job}-spec"), job),
+                owned("service", job, job),
             ],
         ]
         .concat()
@@ -958,7 +1125,8 @@ fn pods_that_cannot_be_listed_leave_free_capacity_unchecked() {
         "tao-k8s: cannot list the pods of every namespace: free capacity is not checked",
     );
     run.assert_stderr("tao-k8s: gate fit: warning: fits an idle cluster");
-    assert!(run.mutations().contains(&APPLY.to_string()));
+    let job = "tao-7f3a9c1e-2b4d-4e8f-9a6b-0c1d2e3f4a5b";
+    assert!(run.mutations().contains(&create("job", job)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1016,9 +1184,12 @@ fn in_a_pod_without_a_kubeconfig_the_service_account_is_used() {
     assert_eq!(
         run.mutations(),
         [
-            env_secret(&format!("{job}-creds")),
-            strings(&[DRY_RUN, APPLY]),
-            vec![owned(&format!("secret/{job}-creds"), job)],
+            vec![
+                DRY_RUN.to_string(),
+                create("secret", &format!("{job}-creds"))
+            ],
+            manifest(job, false, false)[1..].to_vec(),
+            vec![owned("secret", &format!("{job}-creds"), job)],
         ]
         .concat()
     );
@@ -1028,6 +1199,7 @@ fn in_a_pod_without_a_kubeconfig_the_service_account_is_used() {
     );
     assert_no_leak(&s, &run, &[HF_TOKEN]);
     assert!(!run.log.contains("FAKE.service-account.token"));
+    s.empty_cluster();
 
     // A service account of another namespace is said.
     fs::write(s.path("serviceaccount/namespace"), "tao-jobs").unwrap();
@@ -1061,19 +1233,23 @@ fn in_a_pod_without_a_kubeconfig_the_service_account_is_used() {
 
 /// Submitting the bundle again after its Job completed, or while it runs, is refused before
 /// the record opens and before any Secret is made, naming the Job, its state, the record
-/// that owns it and what to do. Nothing changes in the cluster or the records.
+/// that created it and what to do. Nothing changes in the cluster or the records.
 #[test]
 fn a_resubmit_is_refused_while_the_job_runs_and_after_it_completed() {
     let job = "rtdetr-train-4n";
-    for (scenario, state) in [("job-complete", "succeeded"), ("job-waiting", "active")] {
+    for (fixture, state) in [
+        ("job-rtdetr-complete.json", "succeeded"),
+        ("job-rtdetr-active.json", "active"),
+    ] {
         let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+        s.preload(fixture);
         let id = s.running_record(&format!("default/{job}"));
         let before = s.record(&id);
-        let run = s.run(scenario, &[NGC_KEY], &["submit"]);
+        let run = s.run("healthy-cluster", &[NGC_KEY], &["submit"]);
         run.assert_code(1);
         run.assert_stderr(&format!(
-            "tao-k8s: gate job: refused: the Job default/{job} exists ({state}, owned by job \
-             record {id}): applying the manifest again would change nothing"
+            "tao-k8s: gate job: refused: the Job default/{job} exists ({state}, created by job \
+             record {id}): "
         ));
         let advice = if state == "active" {
             "job.sh status shows it, job.sh cancel stops and deletes it"
@@ -1082,69 +1258,74 @@ fn a_resubmit_is_refused_while_the_job_runs_and_after_it_completed() {
         };
         run.assert_stderr(advice);
         run.assert_stderr("to run beside it, render the request under another metadata.name");
-        assert_eq!(run.mutations(), Vec::<String>::new(), "{scenario}");
+        assert_eq!(run.mutations(), Vec::<String>::new(), "{fixture}");
         assert_eq!(
             s.record_ids(),
             std::slice::from_ref(&id),
-            "{scenario}: a second record"
+            "{fixture}: a second record"
         );
-        assert_eq!(s.record(&id), before, "{scenario}: the record changed");
+        assert_eq!(s.record(&id), before, "{fixture}: the record changed");
         assert!(!s.path("bundle/record-id").exists());
         assert_no_leak(&s, &run, &[NGC_KEY]);
     }
 }
 
-/// `submit --replace` runs the bundle again once its Job ended: the ended Job and the bundle's
-/// objects are deleted (and waited for) before anything of the new run is made, under a new
-/// record; the old record keeps its history. A Job that still runs is not replaced.
+/// `submit --replace` runs the bundle again once its Job ended: the ended Job (and whatever
+/// its record created) is deleted by its uid and waited for before anything of the new run
+/// is made, under a new record; the old record keeps its history. A Job that still runs is
+/// not replaced.
 #[test]
 fn submit_replace_runs_an_ended_job_again_and_never_a_running_one() {
     let job = "rtdetr-train-4n";
     let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    s.preload("job-rtdetr-active.json");
     let old = s.running_record(&format!("default/{job}"));
     let before = s.record(&old);
 
-    let running = s.run("job-waiting", &[NGC_KEY], &["submit", "--replace"]);
+    let running = s.run("healthy-cluster", &[NGC_KEY], &["submit", "--replace"]);
     running.assert_code(1);
     running.assert_stderr(
         "--replace replaces only a Job that ended; job.sh cancel stops and deletes it",
     );
     assert_eq!(running.mutations(), Vec::<String>::new());
 
-    let run = s.run("job-replaced", &[NGC_KEY], &["submit", "--replace"]);
+    s.preload("job-rtdetr-complete.json");
+    let run = s.run("healthy-cluster", &[NGC_KEY], &["submit", "--replace"]);
     run.assert_code(0);
     run.assert_stderr(&format!(
-        "tao-k8s: gate job: pass: the Job default/{job} exists (succeeded, owned by job record \
+        "tao-k8s: gate job: pass: the Job default/{job} exists (succeeded, created by job record \
          {old}): --replace deletes it"
     ));
-    run.assert_stderr(&format!("tao-k8s: deleted the ended Job {job} (--replace)"));
+    run.assert_stderr(&format!(
+        "tao-k8s: deleted the ended Job {job} and what its job record created (--replace)"
+    ));
     let mutations = run.mutations();
-    // The ended Job and the bundle's objects go first, before the probe or the run make theirs
-    // (the pull Secret has the same name in both).
+    // The ended Job goes first, by its uid, before the probe or the run make theirs.
     assert_eq!(
-        mutations[..4],
+        mutations[..2],
         [
-            format!("delete job {job} --cascade=foreground --ignore-not-found --timeout=300s"),
-            format!("delete service {job} --ignore-not-found"),
-            format!("delete configmap {job}-spec --ignore-not-found"),
-            format!("delete secret {job}-ngc --ignore-not-found"),
+            format!(
+                "delete --raw /apis/batch/v1/namespaces/default/jobs/{job} -f \
+                 $TMP/decisions/replace-0.json"
+            ),
+            format!("create -f $TMP/probe/objects/secret-{job}-ngc.json -o jsonpath=…"),
         ],
-        "{mutations:#?}"
-    );
-    assert!(
-        mutations[4].starts_with(&format!("create secret generic {job}-ngc")),
         "{mutations:#?}"
     );
     let job_deletes = mutations
         .iter()
-        .filter(|m| m.starts_with(&format!("delete job {job} ")))
+        .filter(|m| m.contains(&format!("/jobs/{job} ")))
         .count();
     assert_eq!(job_deletes, 1, "{mutations:#?}");
-    assert!(mutations.contains(&APPLY.to_string()), "{mutations:#?}");
+    assert!(mutations.contains(&create("job", job)), "{mutations:#?}");
     let new = s.record_id();
     assert_ne!(new, old);
     assert_eq!(s.record(&old), before, "the old record keeps its history");
-    assert_eq!(s.record(&new)["state"], "RUNNING");
+    let record = s.record(&new);
+    assert_eq!(record["state"], "RUNNING");
+    let running = s.object("default", "job", job).unwrap();
+    assert_ne!(running["metadata"]["uid"], UID);
+    assert_eq!(record["backendUid"], running["metadata"]["uid"]);
     assert_no_leak(&s, &run, &[NGC_KEY]);
 }
 
@@ -1189,26 +1370,41 @@ fn a_field_the_server_drops_marks_the_record_failed_and_applies_nothing() {
 }
 
 /// A submit that fails after the Secrets were created must not leave them behind: nothing
-/// owns them (the Job was never applied), so nothing would ever delete them.
+/// owns them (the Job was never created), so nothing would ever delete them. They go by the
+/// uids this run created them with.
 #[test]
 fn a_refused_submit_leaves_no_credentials_secret_behind() {
+    let job = "tao-7f3a9c1e-2b4d-4e8f-9a6b-0c1d2e3f4a5b";
     let s = Sandbox::new("fixtures/requests/valid/uuid-name.yaml");
-    let run = s.run("dry-run-rejected", &[HF_TOKEN, NGC_KEY], &["submit"]);
+    let scenario = s.scenario(
+        "job-refused",
+        "when create -f */objects/job-*\n  err Error from server (Forbidden): jobs.batch is \
+         forbidden: exceeded quota: gpu-quota\n  exit 1",
+    );
+    let run = s.run(&scenario, &[HF_TOKEN, NGC_KEY], &["submit"]);
     run.assert_code(1);
+    run.assert_stderr("exceeded quota: gpu-quota");
     assert_eq!(s.record(&s.record_id())["state"], "FAILED");
-    let mutations = run.mutations();
-    assert!(!mutations.iter().any(|m| m == APPLY));
-    for (i, m) in mutations.iter().enumerate() {
-        if let Some(rest) = m.strip_prefix("create secret generic ") {
-            let name = rest.split(' ').next().unwrap();
-            assert!(
-                mutations[i..]
-                    .iter()
-                    .any(|d| d.starts_with(&format!("delete secret {name} "))),
-                "the Secret {name} stays behind after the refused submit:\n{mutations:#?}"
-            );
-        }
-    }
+    assert_eq!(
+        run.mutations(),
+        [
+            DRY_RUN.to_string(),
+            create("secret", &format!("{job}-creds")),
+            create("secret", &format!("{job}-ngc")),
+            create("job", job),
+            delete("secret", &format!("{job}-creds"), "rollback", 0),
+            delete("secret", &format!("{job}-ngc"), "rollback", 1),
+        ]
+    );
+    assert!(
+        s.object("default", "secret", &format!("{job}-creds"))
+            .is_none()
+    );
+    assert!(
+        s.object("default", "secret", &format!("{job}-ngc"))
+            .is_none()
+    );
+    assert_no_leak(&s, &run, &[HF_TOKEN, NGC_KEY]);
 }
 
 /// A Secret the server refuses: the record was opened, so it must end FAILED, not stay OPEN.
@@ -1219,17 +1415,17 @@ fn a_refused_secret_marks_the_record_failed() {
     let run = s.run("secret-refused", &credentials, &["submit"]);
     run.assert_code(1);
     run.assert_stderr("secrets are forbidden");
-    // Nothing after the refused Secret, but perhaps a clean-up of it.
-    let mutations = run.mutations();
-    assert_eq!(mutations[..2], env_secret("yolo-train-s3-creds"));
-    assert!(
-        mutations[2..]
-            .iter()
-            .all(|m| m == "delete secret yolo-train-s3-creds --ignore-not-found"),
-        "{mutations:#?}"
+    // Nothing after the refused Secret: nothing was created, so nothing is deleted.
+    assert_eq!(
+        run.mutations(),
+        [DRY_RUN.to_string(), create("secret", "yolo-train-s3-creds")]
     );
     let record = s.record(&s.record_id());
-    assert_eq!(states(&record), ["OPEN", "FAILED"], "{record:#}");
+    assert_eq!(
+        states(&record),
+        ["OPEN", "SUBMITTED", "FAILED"],
+        "{record:#}"
+    );
     assert_no_leak(&s, &run, &credentials);
 }
 
@@ -1237,7 +1433,7 @@ fn a_refused_secret_marks_the_record_failed() {
 // credentials
 
 #[test]
-fn credentials_reach_kubectl_only_on_stdin() {
+fn credentials_reach_kubectl_only_in_private_files() {
     // tier-c: S3 keys (and the bucket) in the credentials Secret, NGC_KEY in the pull Secret.
     let job = "yolo-train-s3";
     let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
@@ -1245,41 +1441,44 @@ fn credentials_reach_kubectl_only_on_stdin() {
     let env = [credentials.as_slice(), &[S3_BUCKET_NAME]].concat();
     let run = s.run("healthy-cluster", &env, &["submit"]);
     run.assert_code(0);
+    let (creds, ngc) = (format!("{job}-creds"), format!("{job}-ngc"));
     assert_eq!(
         run.mutations(),
         [
-            env_secret(&format!("{job}-creds")),
-            pull_secret(&format!("{job}-ngc")),
-            strings(&[DRY_RUN, APPLY]),
             vec![
-                owned(&format!("secret/{job}-creds"), job),
-                owned(&format!("secret/{job}-ngc"), job),
+                DRY_RUN.to_string(),
+                create("secret", &creds),
+                create("secret", &ngc)
             ],
+            manifest(job, false, false)[1..].to_vec(),
+            vec![owned("secret", &creds, job), owned("secret", &ngc, job)],
         ]
         .concat()
     );
     assert_eq!(
-        run.env_file_keys(),
-        [[
+        s.secret_keys("default", &creds),
+        [
             "AWS_ACCESS_KEY_ID",
             "AWS_SECRET_ACCESS_KEY",
             "S3_BUCKET_NAME"
-        ]]
+        ]
     );
-    run.assert_secrets_through_stdin();
+    assert_eq!(s.secret_keys("default", &ngc), [".dockerconfigjson"]);
+    run.assert_created_from_private_files();
     assert_no_leak(&s, &run, &credentials);
 
-    // cancel deletes both Secrets with the Job.
+    // cancel deletes the Job, then both Secrets, each by the uid the record lists.
     let cancel = s.run("healthy-cluster", &env, &["cancel"]);
     cancel.assert_code(0);
     assert_eq!(
         cancel.mutations(),
         [
-            format!("delete job {job} --cascade=foreground --ignore-not-found --timeout=300s"),
-            format!("delete secret {job}-creds --ignore-not-found"),
-            format!("delete secret {job}-ngc --ignore-not-found"),
+            delete("job", job, "deletes", 0),
+            delete("secret", &creds, "deletes", 1),
+            delete("secret", &ngc, "deletes", 2),
         ]
     );
+    assert!(s.object("default", "secret", &creds).is_none());
     assert_no_leak(&s, &cancel, &credentials);
 
     // uuid-name: credentials.extra HF_TOKEN.
@@ -1288,21 +1487,22 @@ fn credentials_reach_kubectl_only_on_stdin() {
     let credentials = [HF_TOKEN, NGC_KEY];
     let run = s.run("healthy-cluster", &credentials, &["submit"]);
     run.assert_code(0);
+    let (creds, ngc) = (format!("{job}-creds"), format!("{job}-ngc"));
     assert_eq!(
         run.mutations(),
         [
-            env_secret(&format!("{job}-creds")),
-            pull_secret(&format!("{job}-ngc")),
-            strings(&[DRY_RUN, APPLY]),
             vec![
-                owned(&format!("secret/{job}-creds"), job),
-                owned(&format!("secret/{job}-ngc"), job),
+                DRY_RUN.to_string(),
+                create("secret", &creds),
+                create("secret", &ngc)
             ],
+            manifest(job, false, false)[1..].to_vec(),
+            vec![owned("secret", &creds, job), owned("secret", &ngc, job)],
         ]
         .concat()
     );
-    assert_eq!(run.env_file_keys(), [["HF_TOKEN"]]);
-    run.assert_secrets_through_stdin();
+    assert_eq!(s.secret_keys("default", &creds), ["HF_TOKEN"]);
+    run.assert_created_from_private_files();
     assert_no_leak(&s, &run, &credentials);
 }
 
@@ -1312,20 +1512,21 @@ fn legacy_access_key_and_secret_key_fill_the_aws_keys() {
     let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
     let run = s.run("healthy-cluster", &[ACCESS_KEY, SECRET_KEY], &["submit"]);
     run.assert_code(0);
+    let creds = format!("{job}-creds");
     assert_eq!(
-        run.env_file_keys(),
-        [["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]]
+        s.secret_keys("default", &creds),
+        ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
     );
     assert_eq!(
         run.mutations(),
         [
-            env_secret(&format!("{job}-creds")),
-            strings(&[DRY_RUN, APPLY]),
-            vec![owned(&format!("secret/{job}-creds"), job)],
+            vec![DRY_RUN.to_string(), create("secret", &creds)],
+            manifest(job, false, false)[1..].to_vec(),
+            vec![owned("secret", &creds, job)],
         ]
         .concat()
     );
-    run.assert_secrets_through_stdin();
+    run.assert_created_from_private_files();
     assert_no_leak(&s, &run, &[ACCESS_KEY, SECRET_KEY]);
     // Tier C keeps its results in S3, after the pod is gone: the record names the prefix.
     let record = s.record(&s.record_id());
@@ -1356,6 +1557,7 @@ fn a_missing_required_key_fails_the_record_and_creates_no_secret() {
 #[test]
 fn status_in_a_fresh_shell_reads_the_record_and_reports_each_index() {
     let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    s.preload("job-rtdetr-active.json");
     let id = s.running_record("default/rtdetr-train-4n");
     s.render("fresh");
     let run = s.run_in("fresh", "job-waiting", &[], &["status", "--record", &id]);
@@ -1376,7 +1578,7 @@ fn status_in_a_fresh_shell_reads_the_record_and_reports_each_index() {
         run.lines(),
         [
             "get job rtdetr-train-4n -o json",
-            "get pods -l batch.kubernetes.io/job-name=rtdetr-train-4n -o json",
+            "get pods -l batch.kubernetes.io/controller-uid=UID -o json",
         ]
     );
     run.assert_scoped("default");
@@ -1386,6 +1588,7 @@ fn status_in_a_fresh_shell_reads_the_record_and_reports_each_index() {
 #[test]
 fn status_marks_the_record_succeeded_when_the_job_is_complete() {
     let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    s.preload("job-rtdetr-complete.json");
     let id = s.running_record("default/rtdetr-train-4n");
     s.render("fresh");
     let run = s.run_in("fresh", "job-complete", &[], &["status", "--record", &id]);
@@ -1412,6 +1615,7 @@ fn status_marks_the_record_succeeded_when_the_job_is_complete() {
 #[test]
 fn status_records_why_the_job_failed() {
     let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    s.preload("job-rtdetr-failed.json");
     let id = s.running_record("default/rtdetr-train-4n");
     let run = s.run("job-failed", &[], &["status", "--record", &id]);
     run.assert_code(0);
@@ -1431,6 +1635,7 @@ fn status_records_why_the_job_failed() {
 #[test]
 fn logs_of_one_index() {
     let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    s.preload("job-rtdetr-active.json");
     let id = s.running_record("default/rtdetr-train-4n");
     let run = s.run(
         "job-waiting",
@@ -1441,8 +1646,8 @@ fn logs_of_one_index() {
     assert_eq!(
         run.lines(),
         [
-            "get job rtdetr-train-4n -o jsonpath=…",
-            "logs -l batch.kubernetes.io/job-name=rtdetr-train-4n,\
+            "get job rtdetr-train-4n -o json",
+            "logs -l batch.kubernetes.io/controller-uid=UID,\
              batch.kubernetes.io/job-completion-index=2 --prefix --tail 200 -c tao \
              --max-log-requests 9"
         ]
@@ -1463,19 +1668,21 @@ fn logs_of_one_index() {
     assert_eq!(
         run.lines(),
         [
-            "logs -l batch.kubernetes.io/job-name=rtdetr-train-4n --prefix --tail 50 -c tao \
+            "get job rtdetr-train-4n -o json",
+            "logs -l batch.kubernetes.io/controller-uid=UID --prefix --tail 50 -c tao \
           --max-log-requests 9 --follow"
         ]
     );
 
     // A Job that ended: the whole log, unless --tail says otherwise.
+    s.preload("job-rtdetr-complete.json");
     let run = s.run("job-complete", &[], &["logs", "--record", &id]);
     run.assert_code(0);
     assert_eq!(
         run.lines(),
         [
-            "get job rtdetr-train-4n -o jsonpath=…",
-            "logs -l batch.kubernetes.io/job-name=rtdetr-train-4n --prefix --tail -1 -c tao \
+            "get job rtdetr-train-4n -o json",
+            "logs -l batch.kubernetes.io/controller-uid=UID --prefix --tail -1 -c tao \
              --max-log-requests 9"
         ]
     );
@@ -1485,7 +1692,7 @@ fn logs_of_one_index() {
         &["logs", "--tail", "5", "--record", &id],
     );
     run.assert_code(0);
-    assert!(run.lines()[0].contains("--tail 5 "), "{:?}", run.lines());
+    assert!(run.lines()[1].contains("--tail 5 "), "{:?}", run.lines());
 }
 
 #[test]
@@ -1494,16 +1701,17 @@ fn cancel_deletes_the_job_and_everything_attached_to_it() {
     let s = Sandbox::new("fixtures/kubectl/requests/four-objects.yaml");
     let submit = s.run("healthy-cluster", &[HF_TOKEN], &["submit"]);
     submit.assert_code(0);
+    let (creds, spec) = (format!("{job}-creds"), format!("{job}-spec"));
     assert_eq!(
         submit.mutations(),
         [
-            probe(job),
-            env_secret(&format!("{job}-creds")),
-            strings(&[DRY_RUN, APPLY]),
+            probe(job, false),
+            vec![DRY_RUN.to_string(), create("secret", &creds)],
+            manifest(job, true, true)[1..].to_vec(),
             vec![
-                owned(&format!("service/{job}"), job),
-                owned(&format!("configmap/{job}-spec"), job),
-                owned(&format!("secret/{job}-creds"), job),
+                owned("secret", &creds, job),
+                owned("configmap", &spec, job),
+                owned("service", job, job),
             ],
         ]
         .concat()
@@ -1516,11 +1724,17 @@ fn cancel_deletes_the_job_and_everything_attached_to_it() {
     assert_eq!(
         run.mutations(),
         [
-            format!("delete job {job} --cascade=foreground --ignore-not-found --timeout=300s"),
-            format!("delete service {job} --ignore-not-found"),
-            format!("delete configmap {job}-spec --ignore-not-found"),
-            format!("delete secret {job}-creds --ignore-not-found"),
+            delete("job", job, "deletes", 0),
+            delete("secret", &creds, "deletes", 1),
+            delete("configmap", &spec, "deletes", 2),
+            delete("service", job, "deletes", 3),
         ]
+    );
+    assert!(
+        !s.path("cluster/default/job")
+            .read_dir()
+            .unwrap()
+            .any(|_| true)
     );
     let record = s.record(&id);
     assert_eq!(record["state"], "CANCELED");
@@ -1553,13 +1767,13 @@ fn the_nccl_probe_can_pull_its_image() {
     let lines = run.lines();
     let applied = lines
         .iter()
-        .position(|l| l == "apply -f $BUNDLE/nccl-probe.yaml")
+        .position(|l| l.starts_with("create -f $TMP/probe/objects/job-"))
         .unwrap();
     for name in pull_secrets {
         assert!(
             lines[..applied].iter().any(|l| {
-                l.starts_with(&format!("create secret generic {name} "))
-                    || l.starts_with(&format!("get secret {name} "))
+                l.starts_with(&format!("create -f $TMP/probe/objects/secret-{name}.json"))
+                    || l.starts_with(&format!("get secret {name} -o name"))
             }),
             "nccl-probe.yaml pulls with the Secret {name}, which nothing created or checked \
              before the probe was applied:\n{lines:#?}"
@@ -1587,18 +1801,24 @@ fn the_probe_waits_for_the_job_nccl_probe_yaml_defines() {
         run.assert_code(0);
         let lines = run.lines();
         for expected in [
-            format!("delete job {name} --ignore-not-found --wait=true --timeout=120s"),
-            format!("get job {name} -o jsonpath=…"),
-            format!(
-                "logs -l batch.kubernetes.io/job-name={name},\
-                 batch.kubernetes.io/job-completion-index=0 -c tao --tail 1"
-            ),
+            format!("create -f $TMP/probe/objects/job-{name}.json -o jsonpath=…"),
+            format!("get job {name} -o json"),
+            "logs -l batch.kubernetes.io/controller-uid=UID,\
+             batch.kubernetes.io/job-completion-index=0 -c tao --tail 1"
+                .to_string(),
         ] {
             assert!(
                 lines.contains(&expected),
                 "{request}: the probe Job is {name}, but the script runs:\n{lines:#?}"
             );
         }
+        let deleted = format!("/jobs/{name} -f $TMP/probe/deletes/delete-0.json");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("delete --raw") && l.ends_with(&deleted)),
+            "{request}: the probe Job {name} is not deleted by its uid:\n{lines:#?}"
+        );
         probed += 1;
     }
     assert!(probed >= 7, "{probed} requests with a probe");
@@ -1614,11 +1834,7 @@ fn multi_node_without_gpus_submits_without_a_probe() {
     run.assert_code(0);
     assert_eq!(
         run.mutations(),
-        [
-            strings(&[DRY_RUN, APPLY]),
-            vec![owned(&format!("service/{job}"), job)],
-        ]
-        .concat()
+        [manifest(job, false, true), vec![owned("service", job, job)]].concat()
     );
     assert_eq!(s.record(&s.record_id())["state"], "RUNNING");
 }
@@ -1803,6 +2019,7 @@ fn planted_credentials_never_leak_from_any_subcommand_or_verb() {
         (vec!["lint", &p(&work.join("out"))], Some(0)),
         (
             vec![
+                "driver",
                 "kept-fields",
                 &p(&manifest_path),
                 &p(&s.path("files/dry-run.json")),
@@ -1912,7 +2129,7 @@ fn without_its_tao_k8s_the_driver_stops_before_any_kubectl_call() {
     s.render_with(&writer, "moved");
     let script = fs::read_to_string(s.path("moved/job.env")).unwrap();
     assert!(
-        script.contains(&format!("WRITER='{}'", writer.display())),
+        script.contains(&format!("writer='{}'", writer.display())),
         "the bundle names the tao-k8s that wrote it, in job.env"
     );
     fs::remove_file(&writer).unwrap();
@@ -1995,7 +2212,7 @@ fn a_bundle_runs_the_tao_k8s_that_wrote_it() {
     assert!(
         String::from_utf8(printed.stdout)
             .unwrap()
-            .contains("\nWRITER=''\n")
+            .contains("\nwriter=''\n")
     );
 }
 
@@ -2086,59 +2303,89 @@ fn kubectl_s_own_error_is_shown_for_a_missing_context() {
 // every way a submit can fail
 
 /// Every step of a multi-node submit with a credentials Secret and a pull Secret fails in
-/// turn: each gate, the probe, the record, each Secret, lint, dry run, kept fields, each
-/// record mark, apply, read-back, uid, each patch. Whatever failed, no Secret this run
-/// created is left (each is deleted after it was created), what was applied is deleted
-/// again, and every record this run opened ends FAILED.
+/// turn: each gate, the record, each object the probe or the run creates, the probe itself,
+/// lint, dry run, kept fields, each record mark, each patch. Whatever failed, the fake API
+/// server holds nothing afterwards (everything this run created was deleted again, by its
+/// uid), and every record this run opened ends FAILED.
 #[test]
-fn no_secret_outlives_a_failed_submit() {
+fn nothing_outlives_a_failed_submit() {
     let request = "fixtures/requests/valid/tier-c-4-nodes.yaml";
     let job = "dino-train-s3-4n";
     let credentials = [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, HF_TOKEN, NGC_KEY];
-    let probe_conditions =
-        format!("when get job {job}-nccl-probe -o jsonpath={{range .status.conditions");
+    let refuse = |what: &str| format!("when create -f */{what}\n  err error: refused\n  exit 1");
     // (step, scenario rules or a shipped scenario, a tao-k8s call that fails, extra env,
     // the message that says the step failed)
     type Step<'a> = (&'a str, String, &'a str, Vec<(&'a str, &'a str)>, String);
     let steps: Vec<Step> = vec![
-        ("fit gate", "gpus-spread-thin".into(), "", vec![], "gate fit: refused: never fits".into()),
-        ("version gate", "kube-1.27".into(), "", vec![], "needs Kubernetes 1.28".into()),
         (
-            "pull Secret",
-            "when create secret generic *-ngc\n  err error: failed to create secret\n  exit 1".into(),
+            "fit gate",
+            "gpus-spread-thin".into(),
             "",
             vec![],
-            format!("the API server refused the Secret {job}-ngc"),
+            "gate fit: refused: never fits".into(),
         ),
         (
-            "stale probe",
-            format!("when delete job {job}-nccl-probe\n  err error: timed out waiting for the condition\n  exit 1"),
+            "version gate",
+            "kube-1.27".into(),
             "",
             vec![],
-            "the previous NCCL probe Job".into(),
+            "needs Kubernetes 1.28".into(),
         ),
         (
-            "probe apply",
-            "when apply -f /*/nccl-probe.yaml\n  err Error from server (Forbidden): jobs.batch is forbidden\n  exit 1".into(),
+            "record open",
+            String::new(),
+            "record open *",
+            vec![],
+            "cannot open a job record".into(),
+        ),
+        (
+            "probe pull Secret",
+            refuse(&format!("probe/objects/secret-{job}-ngc.json")),
             "",
             vec![],
-            "the API server refused the NCCL probe".into(),
+            format!("refused to create the Secret {job}-ngc"),
+        ),
+        (
+            "probe Service",
+            refuse(&format!("probe/objects/service-{job}-nccl-probe.json")),
+            "",
+            vec![],
+            format!("refused to create the Service {job}-nccl-probe"),
+        ),
+        (
+            "probe Job",
+            refuse(&format!("probe/objects/job-{job}-nccl-probe.json")),
+            "",
+            vec![],
+            format!("refused to create the Job {job}-nccl-probe"),
         ),
         (
             "probe fails",
-            format!("{probe_conditions}\n  out Failed"),
+            String::new(),
             "",
-            vec![],
+            vec![
+                ("FAKE_KUBECTL_COMPLETE", "none"),
+                ("FAKE_KUBECTL_FAILED", "nccl-probe"),
+            ],
             "the NCCL probe did not complete".into(),
         ),
         (
             "probe never completes",
-            format!("{probe_conditions}\n  exit 0"),
+            String::new(),
             "",
-            vec![("TAO_K8S_PROBE_TIMEOUT_SECONDS", "2")],
+            vec![
+                ("FAKE_KUBECTL_COMPLETE", "none"),
+                ("TAO_K8S_PROBE_TIMEOUT_SECONDS", "2"),
+            ],
             "the NCCL probe did not complete within 2s".into(),
         ),
-        ("record open", String::new(), "record open *", vec![], "cannot open a job record".into()),
+        (
+            "record own",
+            String::new(),
+            "record own * --kind Service *",
+            vec![],
+            "cannot list the Service".into(),
+        ),
         (
             "a required key",
             String::new(),
@@ -2147,15 +2394,26 @@ fn no_secret_outlives_a_failed_submit() {
             "HF_TOKEN is not set in the environment".into(),
         ),
         (
-            "credentials Secret",
-            "when create secret generic *-creds\n  err error: failed to create secret\n  exit 1".into(),
+            "lint",
+            String::new(),
+            "lint *",
+            vec![],
+            "the manifest holds a credential".into(),
+        ),
+        (
+            "dry run",
+            "dry-run-rejected".into(),
             "",
             vec![],
-            format!("the API server refused the Secret {job}-creds"),
+            "refused the manifest (dry run)".into(),
         ),
-        ("lint", String::new(), "lint *", vec![], "the manifest holds a credential".into()),
-        ("dry run", "dry-run-rejected".into(), "", vec![], "refused the manifest (dry run)".into()),
-        ("kept fields", String::new(), "kept-fields *", vec![], "would drop fields".into()),
+        (
+            "kept fields",
+            String::new(),
+            "driver kept-fields *",
+            vec![],
+            "would drop fields".into(),
+        ),
         (
             "mark SUBMITTED",
             String::new(),
@@ -2164,43 +2422,49 @@ fn no_secret_outlives_a_failed_submit() {
             "SUBMITTED".into(),
         ),
         (
-            "apply",
-            "when apply -f /*/manifest.yaml\n  err Error from server (Forbidden): jobs.batch is forbidden\n  exit 1".into(),
+            "credentials Secret",
+            refuse(&format!("objects/secret-{job}-creds.json")),
             "",
             vec![],
-            "kubectl apply failed".into(),
+            format!("refused to create the Secret {job}-creds"),
         ),
         (
-            "read-back",
-            format!("when get job {job} -o jsonpath={{.metadata.namespace}}\n  exit 1"),
+            "Service",
+            refuse(&format!("objects/service-{job}.json")),
             "",
             vec![],
-            "cannot be read back".into(),
+            format!("refused to create the Service {job}"),
         ),
-        ("mark RUNNING", String::new(), "record mark * RUNNING *", vec![], "cannot bind job record".into()),
         (
-            "uid",
-            "when get job*{.metadata.uid}\n  exit 1".into(),
+            "Job",
+            refuse(&format!("objects/job-{job}.json")),
             "",
             vec![],
-            "the uid of the applied Job".into(),
+            format!("refused to create the Job {job}"),
+        ),
+        (
+            "mark RUNNING",
+            String::new(),
+            "record mark * RUNNING *",
+            vec![],
+            "cannot bind job record".into(),
         ),
         (
             "patch Service",
-            "when patch service/\n  exit 1".into(),
+            "when patch service \n  exit 1".into(),
             "",
             vec![],
-            format!("service/{job} could not be attached"),
+            format!("the Service {job} could not be attached"),
         ),
         (
             "patch pull Secret",
-            "when patch secret/*-ngc\n  exit 1".into(),
+            "when patch secret *-ngc \n  exit 1".into(),
             "",
             vec![],
-            format!("secret/{job}-ngc could not be attached"),
+            format!("the Secret {job}-ngc could not be attached"),
         ),
     ];
-    let mut after_a_secret = 0;
+    let mut after_a_create = 0;
     for (step, scenario, fail, extra, message) in &steps {
         let s = Sandbox::new(request);
         let scenario = if scenario.is_empty() {
@@ -2223,41 +2487,10 @@ fn no_secret_outlives_a_failed_submit() {
         let context = format!("step {step}:\n{:#?}\n{}", run.mutations(), run.stderr);
         assert_eq!(run.code, 1, "{context}");
         run.assert_stderr(message);
-        let mutations = run.mutations();
-        let mut created = 0;
-        for (i, m) in mutations.iter().enumerate() {
-            if let Some(rest) = m.strip_prefix("create secret generic ") {
-                created += 1;
-                let name = rest.split(' ').next().unwrap();
-                let delete = format!("delete secret {name} --ignore-not-found");
-                assert!(
-                    mutations[i..].contains(&delete),
-                    "the Secret {name} is left behind, {context}"
-                );
-            }
-        }
-        if created > 0 {
-            after_a_secret += 1;
-        }
-        let probe_applied = "apply -f $BUNDLE/nccl-probe.yaml".to_string();
-        if let Some(probed) = mutations.iter().position(|m| *m == probe_applied) {
-            let delete = "delete -f $BUNDLE/nccl-probe.yaml --ignore-not-found --wait=false";
-            assert!(
-                mutations[probed..].iter().filter(|m| *m == delete).count() == 1,
-                "the probe is left (or deleted twice), {context}"
-            );
-        }
-        if let Some(applied) = mutations.iter().position(|m| m == APPLY) {
-            let delete = format!("delete job {job} --ignore-not-found --wait=false");
-            assert!(
-                mutations[applied..].contains(&delete),
-                "the Job is left, {context}"
-            );
-            let delete = format!("delete service {job} --ignore-not-found --wait=false");
-            assert!(
-                mutations[applied..].contains(&delete),
-                "the Service is left, {context}"
-            );
+        let left: Vec<_> = walk(&s.path("cluster"));
+        assert!(left.is_empty(), "{left:?} left behind, {context}");
+        if run.mutations().iter().any(|m| m.starts_with("create")) {
+            after_a_create += 1;
         }
         for id in s.record_ids() {
             assert_eq!(s.record(&id)["state"], "FAILED", "{context}");
@@ -2265,25 +2498,46 @@ fn no_secret_outlives_a_failed_submit() {
         assert_no_leak(&s, &run, &credentials);
     }
     assert!(
-        after_a_secret >= 17,
-        "{after_a_secret} steps failed after a Secret was created"
+        after_a_create >= 15,
+        "{after_a_create} steps failed after an object was created"
     );
 
-    // The control: nothing fails, every Secret is attached to the Job and none deleted.
+    // The control: nothing fails, every object is attached to the Job and none deleted
+    // (but the probe's own).
     let s = Sandbox::new(request);
     let run = s.run("healthy-cluster", &credentials, &["submit"]);
     run.assert_code(0);
     let mutations = run.mutations();
     for secret in [format!("{job}-creds"), format!("{job}-ngc")] {
         assert!(
-            mutations.contains(&owned(&format!("secret/{secret}"), job)),
-            "{mutations:#?}"
-        );
-        assert!(
-            !mutations.iter().any(|m| m.starts_with("delete secret")),
+            mutations.contains(&owned("secret", &secret, job)),
             "{mutations:#?}"
         );
     }
+    let deletes: Vec<_> = mutations
+        .iter()
+        .filter(|m| m.starts_with("delete"))
+        .collect();
+    assert_eq!(deletes.len(), 2, "{deletes:#?}");
+    assert!(
+        deletes.iter().all(|d| d.contains("-nccl-probe ")),
+        "{deletes:#?}"
+    );
+    assert_eq!(walk(&s.path("cluster")).len(), 4);
+}
+
+/// The files under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2316,40 +2570,41 @@ fn wait_settings_out_of_range_are_refused() {
 }
 
 /// A probe that never completes: polled until its deadline, then removed, and the submit
-/// stops with the pull Secret it created removed.
+/// stops with the pull Secret it created removed, its record FAILED.
 #[test]
 fn a_probe_that_never_completes_stops_at_its_deadline() {
+    let job = "rtdetr-train-4n";
     let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
-    let scenario = s.scenario(
-        "probe-hangs",
-        "when get job * -o jsonpath={range .status.conditions\n  exit 0",
-    );
-    let env = [NGC_KEY, ("TAO_K8S_PROBE_TIMEOUT_SECONDS", "3")];
-    let run = s.run(&scenario, &env, &["submit"]);
+    let env = [
+        NGC_KEY,
+        ("TAO_K8S_PROBE_TIMEOUT_SECONDS", "3"),
+        ("FAKE_KUBECTL_COMPLETE", "none"),
+    ];
+    let run = s.run("healthy-cluster", &env, &["submit"]);
     run.assert_code(1);
     run.assert_stderr("the NCCL probe did not complete within 3s");
     let polls = run
         .lines()
         .iter()
-        .filter(|l| l.starts_with("get job ") && l.ends_with("-o jsonpath=…"))
+        .filter(|l| **l == format!("get job {job}-nccl-probe -o json"))
         .count();
     // One poll a second for 3 s, and one at the deadline.
     assert!((2..=5).contains(&polls), "{polls} polls");
-    let mutations = run.mutations();
-    assert!(mutations.contains(
-        &"delete -f $BUNDLE/nccl-probe.yaml --ignore-not-found --wait=false".to_string()
-    ));
-    let pull = mutations
-        .iter()
-        .find_map(|m| m.strip_prefix("create secret generic "))
-        .map(|rest| rest.split(' ').next().unwrap().to_string())
-        .expect("the probe created the pull Secret");
+    let pull = format!("{job}-ngc");
     assert_eq!(
-        mutations.last().unwrap(),
-        &format!("delete secret {pull} --ignore-not-found"),
-        "{mutations:#?}"
+        run.mutations(),
+        [
+            format!("create -f $TMP/probe/objects/secret-{pull}.json -o jsonpath=…"),
+            format!("create -f $TMP/probe/objects/service-{job}-nccl-probe.json -o jsonpath=…"),
+            format!("create -f $TMP/probe/objects/job-{job}-nccl-probe.json -o jsonpath=…"),
+            delete("job", &format!("{job}-nccl-probe"), "probe/deletes", 0),
+            delete("service", &format!("{job}-nccl-probe"), "probe/deletes", 1),
+            delete("secret", &pull, "rollback", 0),
+        ]
     );
-    assert!(s.record_ids().is_empty());
+    assert!(walk(&s.path("cluster")).is_empty());
+    let record = s.record(&s.record_id());
+    assert_eq!(states(&record), ["OPEN", "FAILED"]);
 
     // `job.sh probe` alone: the pull Secret it created is removed once the probe passed.
     let run = s.run("healthy-cluster", &[NGC_KEY], &["probe"]);
@@ -2357,14 +2612,440 @@ fn a_probe_that_never_completes_stops_at_its_deadline() {
     let mutations = run.mutations();
     assert_eq!(
         mutations.first().unwrap(),
-        &format!(
-            "create secret generic {pull} --type=kubernetes.io/dockerconfigjson \
-             --from-file=.dockerconfigjson=$TMP/docker.json --dry-run=client -o yaml"
-        )
+        &format!("create -f $TMP/probe/objects/secret-{pull}.json -o jsonpath=…")
     );
     assert_eq!(
         mutations.last().unwrap(),
-        &format!("delete secret {pull} --ignore-not-found"),
+        &delete("secret", &pull, "rollback", 0),
         "{mutations:#?}"
     );
+    assert!(walk(&s.path("cluster")).is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// ownership: the driver touches only what it created, on a cluster shared with other teams
+
+/// An object of another team, as the API server returns it: made by Helm.
+fn foreign(kind: &str, name: &str, uid: &str, extra: Value) -> String {
+    let mut object = serde_json::json!({
+        "apiVersion": if kind == "Job" { "batch/v1" } else { "v1" },
+        "kind": kind,
+        "metadata": {
+            "name": name, "namespace": "default", "uid": uid,
+            "labels": {"app.kubernetes.io/managed-by": "Helm", "app.kubernetes.io/instance": "web"},
+            "managedFields": [{"manager": "helm", "operation": "Update"}],
+        },
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        object[k] = v.clone();
+    }
+    object.to_string()
+}
+
+const FOREIGN_UID: &str = "0f0e0d0c-0b0a-4908-8706-050403020100";
+
+/// A Service, ConfigMap, Secret or probe Job of another team that has a name the bundle
+/// derives: submit refuses before anything is created, naming the object and who holds it,
+/// and the object is left exactly as it was.
+#[test]
+fn a_foreign_object_of_a_derived_name_makes_submit_refuse_before_anything_is_created() {
+    let job = "rtdetr-train-4n";
+    for (kind, name) in [
+        ("Service", job.to_string()),
+        ("ConfigMap", format!("{job}-spec")),
+        ("Secret", format!("{job}-ngc")),
+        ("Job", format!("{job}-nccl-probe")),
+        ("Service", format!("{job}-nccl-probe")),
+    ] {
+        let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+        let object = foreign(kind, &name, FOREIGN_UID, serde_json::json!({}));
+        s.preload(&object);
+        let run = s.run("healthy-cluster", &[NGC_KEY], &["submit"]);
+        assert_refused_by_a_gate(
+            &s,
+            &run,
+            &format!(
+                "tao-k8s: gate owners: refused: {kind} default/{name} exists and is not this \
+                 bundle's (label app.kubernetes.io/managed-by=Helm; label \
+                 app.kubernetes.io/instance=web; field managers helm, uid {FOREIGN_UID}): the \
+                 driver neither changes nor deletes it"
+            ),
+        );
+        let stored = s.object("default", &kind.to_lowercase(), &name).unwrap();
+        assert_eq!(
+            stored,
+            serde_json::from_str::<Value>(&object).unwrap(),
+            "{kind} {name}"
+        );
+        assert_no_leak(&s, &run, &[NGC_KEY]);
+    }
+}
+
+/// `--replace` deletes only a Job that this bundle's job records created: another team's
+/// Job of the name, ended or not, is refused and untouched.
+#[test]
+fn replace_refuses_a_job_no_record_here_created() {
+    let job = "rtdetr-train-4n";
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    let complete = fs::read_to_string(
+        Path::new(ROOT).join("fixtures/kubectl/scenarios/job-rtdetr-complete.json"),
+    )
+    .unwrap();
+    s.preload(&complete.replace(UID, FOREIGN_UID));
+    // A record here bound to the name, but to another object.
+    let _mine = s.running_record(&format!("default/{job}"));
+    let run = s.run("healthy-cluster", &[NGC_KEY], &["submit", "--replace"]);
+    run.assert_code(1);
+    run.assert_stderr(&format!(
+        "tao-k8s: gate job: refused: the Job default/{job} exists (succeeded, created by no job \
+         record here: nothing says who made it): --replace deletes only a Job that this \
+         bundle's job records created"
+    ));
+    assert_eq!(run.mutations(), Vec::<String>::new());
+    assert_eq!(
+        s.object("default", "job", job).unwrap()["metadata"]["uid"],
+        FOREIGN_UID
+    );
+}
+
+/// The Secret a request names (credentials.secretName) belongs to the team: it is used as it
+/// is, read-only: the pod reads only the keys the request names (secretKeyRef, never envFrom),
+/// and no submit, rollback or cancel writes, attaches or deletes it. Without a key the pod
+/// needs, the submit is refused.
+#[test]
+fn a_foreign_secret_named_in_the_request_is_never_written_or_deleted() {
+    let job = "named-secret";
+    let s = Sandbox::new("fixtures/kubectl/requests/named-secret.yaml");
+    let manifest = fs::read_to_string(s.path("bundle/manifest.yaml")).unwrap();
+    assert!(!manifest.contains("envFrom"), "{manifest}");
+    assert!(manifest.contains(r#"secretKeyRef: {"name": "team-creds", "key": "HF_TOKEN""#));
+    let keys = [
+        "HF_TOKEN",
+        "VERSION",
+        "KEY",
+        "SECRET",
+        "JOB",
+        "OTHER_TEAM_TOKEN",
+    ];
+    let data: serde_json::Map<String, Value> = keys
+        .iter()
+        .map(|k| (k.to_string(), "c2VjcmV0".into()))
+        .collect();
+    let secret = foreign(
+        "Secret",
+        "team-creds",
+        FOREIGN_UID,
+        serde_json::json!({"data": data}),
+    );
+    s.preload(&secret);
+    let allow = [
+        ("TAO_K8S_PASS_ENV", "HF_TOKEN,VERSION,KEY,SECRET,JOB"),
+        HF_TOKEN,
+    ];
+    let run = s.run("healthy-cluster", &allow, &["submit"]);
+    run.assert_code(0);
+    run.assert_stderr(
+        "gate owners: pass: Secret default/team-creds (credentials.secretName) exists and is not \
+         this bundle's: the pod reads its keys HF_TOKEN, VERSION, KEY, SECRET, JOB as they are",
+    );
+    assert_eq!(
+        run.mutations(),
+        manifest_of(job),
+        "nothing but the Job is created, nothing is patched"
+    );
+    let run = s.run("healthy-cluster", &[], &["cancel"]);
+    run.assert_code(0);
+    assert_eq!(run.mutations(), [delete("job", job, "deletes", 0)]);
+    assert_eq!(
+        s.object("default", "secret", "team-creds").unwrap(),
+        serde_json::from_str::<Value>(&secret).unwrap()
+    );
+
+    // Without a key the pod needs.
+    s.empty_cluster();
+    let data = serde_json::json!({"data": {"HF_TOKEN": "c2VjcmV0"}});
+    s.preload(&foreign("Secret", "team-creds", FOREIGN_UID, data));
+    let run = s.run("healthy-cluster", &allow, &["submit"]);
+    run.assert_code(1);
+    run.assert_stderr("has no key VERSION, KEY, SECRET, JOB: the pod would never start");
+    assert_eq!(run.mutations(), Vec::<String>::new());
+}
+
+/// The dry run and the creation of a bundle with only a Job.
+fn manifest_of(job: &str) -> Vec<String> {
+    manifest(job, false, false)
+}
+
+/// When the named Secret does not exist, the driver makes it, from the environment only: a
+/// name the driver once used for itself (VERSION, KEY, SECRET, JOB) holds the submitter's
+/// value, never the driver's; and what it made is its own to delete.
+#[test]
+fn the_driver_s_own_variables_never_stand_in_for_the_environment() {
+    use sha2::{Digest, Sha256};
+    let s = Sandbox::new("fixtures/kubectl/requests/named-secret.yaml");
+    let values = [
+        HF_TOKEN,
+        ("VERSION", "submitter-version-value"),
+        ("KEY", "submitter-key-value"),
+        ("SECRET", "submitter-secret-value"),
+        ("JOB", "submitter-job-value"),
+    ];
+    let mut env = values.to_vec();
+    env.push(("TAO_K8S_PASS_ENV", "HF_TOKEN,VERSION,KEY,SECRET,JOB"));
+    let run = s.run("healthy-cluster", &env, &["submit"]);
+    run.assert_code(0);
+    let secret = s.object("default", "secret", "team-creds").unwrap();
+    for (name, value) in values {
+        let digest: String = Sha256::digest(value.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(secret["data"][name], format!("sha256:{digest}"), "{name}");
+    }
+    // Every name the program assigns is lower case, and an extra name must be upper case.
+    let program = fs::read_to_string(Path::new(ROOT).join("scripts/driver.sh")).unwrap();
+    // Assignments where a statement starts (and those that follow on its line), `local`
+    // lists, `read -r` lists, `for` variables and `printf -v` targets.
+    let statement = regex::Regex::new(
+        r"(?m)(?:^|;|\)|&&|\|\||\{)\s*(?:local\s+)?((?:[A-Za-z_]\w*\+?=(?:'[^']*'|\S*)\s*)+)",
+    )
+    .unwrap();
+    let word = regex::Regex::new(r"([A-Za-z_]\w*)\+?=").unwrap();
+    let local = regex::Regex::new(r"(?m)^\s*local\s+(.*)$").unwrap();
+    let read = regex::Regex::new(r"read\s+-r\s+([A-Za-z_][\w ]*)").unwrap();
+    let for_in = regex::Regex::new(r"\bfor\s+([A-Za-z_]\w*)\s+in\b").unwrap();
+    let name = regex::Regex::new(r"^([A-Za-z_]\w*)(?:=|$)").unwrap();
+    let mut names: Vec<&str> = Vec::new();
+    for c in statement.captures_iter(&program) {
+        let words = word.captures_iter(c.get(1).unwrap().as_str());
+        names.extend(words.map(|w| w.get(1).unwrap().as_str()));
+    }
+    for c in local
+        .captures_iter(&program)
+        .chain(read.captures_iter(&program))
+    {
+        let words = c.get(1).unwrap().as_str().split_whitespace();
+        names.extend(words.filter_map(|w| Some(name.captures(w)?.get(1)?.as_str())));
+    }
+    names.extend(
+        for_in
+            .captures_iter(&program)
+            .map(|c| c.get(1).unwrap().as_str()),
+    );
+    // (`LC_ALL=C tr ...` and `IFS=/ read ...` set them for one command, not in the script.)
+    for name in names.into_iter().filter(|n| !["LC_ALL", "IFS"].contains(n)) {
+        assert!(
+            !name.bytes().any(|b| b.is_ascii_uppercase()),
+            "driver.sh assigns {name}, which an environment variable could be"
+        );
+    }
+    let run = s.run("healthy-cluster", &[], &["cancel"]);
+    run.assert_code(0);
+    assert!(s.object("default", "secret", "team-creds").is_none());
+}
+
+/// The submitter, not the request, decides what leaves their environment: an extra name not
+/// allowed is refused before anything is made; NGC_KEY is never passed by extra, neither from
+/// a request (refused at render) nor from an edited job.env (refused at submit).
+#[test]
+fn an_extra_name_the_submitter_did_not_allow_is_refused() {
+    let s = Sandbox::new("fixtures/requests/valid/uuid-name.yaml");
+    let run = s.run(
+        "healthy-cluster",
+        &[HF_TOKEN, ("TAO_K8S_PASS_ENV", "")],
+        &["submit"],
+    );
+    assert_refused_by_a_gate(
+        &s,
+        &run,
+        "tao-k8s: gate credentials: refused: credentials.extra asks for HF_TOKEN from your \
+         environment, and you did not allow it: pass `job.sh submit --pass-env HF_TOKEN`",
+    );
+    let run = s.run(
+        "healthy-cluster",
+        &[HF_TOKEN, ("TAO_K8S_PASS_ENV", "")],
+        &["submit", "--pass-env", "HF_TOKEN"],
+    );
+    run.assert_code(0);
+
+    // A request that asks for NGC_KEY does not render.
+    let dir = tempfile::tempdir().unwrap();
+    let request =
+        fs::read_to_string(Path::new(ROOT).join("fixtures/requests/valid/uuid-name.yaml"))
+            .unwrap()
+            .replace("extra: [HF_TOKEN]", "extra: [HF_TOKEN, NGC_KEY]");
+    fs::write(dir.path().join("r.yaml"), request).unwrap();
+    let r = tao(
+        &["render", dir.path().join("r.yaml").to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(r.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&r.stderr)
+            .contains("NGC_KEY reaches the cluster only as the nvcr.io pull Secret"),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+
+    // An edited job.env that asks for it is refused, allowed or not.
+    let env_file = s.path("bundle/job.env");
+    let edited = fs::read_to_string(&env_file).unwrap().replace(
+        "extra_keys=('HF_TOKEN')",
+        "extra_keys=('HF_TOKEN' 'NGC_KEY')",
+    );
+    fs::write(&env_file, edited).unwrap();
+    s.empty_cluster();
+    let run = s.run(
+        "healthy-cluster",
+        &[HF_TOKEN, NGC_KEY, ("TAO_K8S_PASS_ENV", "HF_TOKEN,NGC_KEY")],
+        &["submit"],
+    );
+    run.assert_code(1);
+    run.assert_stderr("gate credentials: refused: credentials.extra names NGC_KEY");
+    assert_eq!(run.mutations(), Vec::<String>::new());
+    assert_no_leak(&s, &run, &[HF_TOKEN, NGC_KEY]);
+}
+
+/// Two submits of one bundle at once, and two overlapping `--replace` runs: the API server's
+/// create decides, so exactly one Job runs and exactly one record is RUNNING, bound to it;
+/// the loser deletes only what it created itself.
+#[test]
+fn racing_submits_leave_one_running_job_and_one_running_record() {
+    let job = "tao-7f3a9c1e-2b4d-4e8f-9a6b-0c1d2e3f4a5b";
+    let check = |s: &Sandbox, runs: &[Run], old: Option<&str>| {
+        let won: Vec<&Run> = runs.iter().filter(|r| r.code == 0).collect();
+        assert_eq!(
+            won.len(),
+            1,
+            "{:#?}",
+            runs.iter().map(|r| &r.stderr).collect::<Vec<_>>()
+        );
+        // (The record of the Job `--replace` deleted keeps its history.)
+        let running: Vec<Value> = s
+            .record_ids()
+            .iter()
+            .filter(|id| Some(id.as_str()) != old)
+            .map(|id| s.record(id))
+            .filter(|r| r["state"] == "RUNNING")
+            .collect();
+        assert_eq!(running.len(), 1, "{running:#?}");
+        let stored = s.object("default", "job", job).unwrap();
+        assert_eq!(running[0]["backendUid"], stored["metadata"]["uid"]);
+        // What the winner created is all there, attached to its Job.
+        let secret = s
+            .object("default", "secret", &format!("{job}-creds"))
+            .unwrap();
+        assert_eq!(
+            secret["metadata"]["ownerReferences"][0]["uid"],
+            stored["metadata"]["uid"]
+        );
+        for id in s.record_ids() {
+            let record = s.record(&id);
+            let state = record["state"].as_str().unwrap();
+            assert!(
+                ["RUNNING", "FAILED"].contains(&state) || Some(id.as_str()) == old,
+                "{record:#}"
+            );
+        }
+        for run in runs {
+            assert_no_leak(s, run, &[HF_TOKEN]);
+        }
+    };
+    let s = Sandbox::new("fixtures/requests/valid/uuid-name.yaml");
+    let runs = s.run_at_once(2, "healthy-cluster", &[HF_TOKEN], &["submit"]);
+    check(&s, &runs, None);
+
+    // The Job ended; two `--replace` at once.
+    let s = Sandbox::new("fixtures/requests/valid/uuid-name.yaml");
+    let complete = fs::read_to_string(
+        Path::new(ROOT).join("fixtures/kubectl/scenarios/job-rtdetr-complete.json"),
+    )
+    .unwrap()
+    .replace("rtdetr-train-4n", job);
+    s.preload(&complete);
+    let old = s.running_record(&format!("default/{job}"));
+    let before = s.record(&old);
+    let runs = s.run_at_once(2, "healthy-cluster", &[HF_TOKEN], &["submit", "--replace"]);
+    check(&s, &runs, Some(&old));
+    assert_eq!(s.record(&old), before);
+    assert_ne!(
+        s.object("default", "job", job).unwrap()["metadata"]["uid"],
+        UID
+    );
+}
+
+/// After `--replace`, the old record's Job is another object: `cancel --record OLD`, status and
+/// logs say so and touch nothing; the new Job keeps running.
+#[test]
+fn a_record_whose_job_was_replaced_touches_nothing() {
+    let job = "rtdetr-train-4n";
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    s.preload("job-rtdetr-complete.json");
+    let old = s.running_record(&format!("default/{job}"));
+    let run = s.run("healthy-cluster", &[], &["submit", "--replace"]);
+    run.assert_code(0);
+    let new_uid = s.object("default", "job", job).unwrap()["metadata"]["uid"].clone();
+    for verb in ["cancel", "status", "logs"] {
+        let run = s.run("job-waiting", &[], &[verb, "--record", &old]);
+        run.assert_code(1);
+        run.assert_stderr(&format!(
+            "tao-k8s: the Job default/{job} is another object now (uid {}), not the one job \
+             record {old} created (uid {UID}), which is gone: nothing was touched",
+            new_uid.as_str().unwrap()
+        ));
+        assert_eq!(run.mutations(), Vec::<String>::new(), "{verb}");
+        assert!(!run.lines().iter().any(|l| l.starts_with("logs")), "{verb}");
+    }
+    assert_eq!(
+        s.object("default", "job", job).unwrap()["metadata"]["uid"],
+        new_uid
+    );
+}
+
+/// A record edited by hand to name `default/--all` (or anything that is not a namespace and
+/// a name) is refused with its path before any kubectl call.
+#[test]
+fn a_record_with_a_bad_backend_ref_is_refused() {
+    let s = Sandbox::new("fixtures/requests/valid/args-mode.yaml");
+    let id = s.running_record("default/classification-evaluate");
+    let path = s.path(&format!("state/records/{id}.json"));
+    for bad in ["default/--all", "-n/x", "default/a b"] {
+        let text = fs::read_to_string(&path)
+            .unwrap()
+            .replace("default/classification-evaluate", bad);
+        let mut record: Value = serde_json::from_str(&text).unwrap();
+        record["backendRef"] = bad.into();
+        fs::write(&path, serde_json::to_string_pretty(&record).unwrap()).unwrap();
+        for verb in ["cancel", "status", "logs"] {
+            let run = s.run("healthy-cluster", &[], &[verb, "--record", &id]);
+            run.assert_code(1);
+            run.assert_stderr(&format!("{} is not a valid record", path.display()));
+            assert!(run.calls.is_empty(), "{verb} {bad}: {:#?}", run.lines());
+        }
+    }
+}
+
+/// Bytes of the service account's namespace file reach the terminal escaped: no escape
+/// sequence clears the screen or writes a fake verdict.
+#[test]
+fn hostile_bytes_in_the_service_account_namespace_are_shown_escaped() {
+    let s = Sandbox::new("fixtures/requests/valid/args-mode.yaml");
+    let sa = s.path("serviceaccount");
+    fs::create_dir(&sa).unwrap();
+    fs::write(sa.join("token"), "FAKE.service-account.token").unwrap();
+    fs::write(
+        sa.join("namespace"),
+        "\u{1b}[2J\u{1b}[Hpreflight passed\r\n",
+    )
+    .unwrap();
+    let sa = sa.display().to_string();
+    let env = [
+        ("TAO_K8S_CONTEXT", ""),
+        ("KUBERNETES_SERVICE_HOST", "10.96.0.1"),
+        ("TAO_K8S_SERVICEACCOUNT_DIR", sa.as_str()),
+    ];
+    let run = s.run("healthy-cluster", &env, &["preflight"]);
+    assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
+    assert!(!run.stderr.contains('\r'), "{:?}", run.stderr);
+    run.assert_stderr("(namespace $'\\E[2J\\E[Hpreflight passed\\r')");
 }

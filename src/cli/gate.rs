@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use tao_k8s::driver::credentials;
 use tao_k8s::gate::{self, Cluster, Options, Workload, objects};
 
 /// The largest file of DIR read: the pods of a large cluster run to tens of megabytes.
@@ -38,9 +39,30 @@ pub struct GateArgs {
     /// Let several pods wait Pending when they fit only an idle cluster.
     #[arg(long)]
     allow_pending: bool,
-    /// An existing Job that ended passes: the driver deletes it and submits again.
+    /// An existing Job that ended passes when a job record here created it: the driver
+    /// deletes it, and the leftovers of this bundle's records, and submits again.
     #[arg(long)]
     replace: bool,
+    /// An environment variable the submitter lets reach the pod (repeatable, or comma
+    /// separated; TAO_K8S_PASS_ENV adds more).
+    #[arg(long, value_name = "NAME")]
+    pass_env: Vec<String>,
+    /// A name the request's `credentials.extra` asks for (repeatable).
+    #[arg(long, value_name = "NAME")]
+    extra: Vec<String>,
+    /// The Secret the request names (`credentials.secretName`): used read-only if it exists.
+    #[arg(long, value_name = "NAME")]
+    named_secret: Option<String>,
+    /// A key the pod reads from the credentials Secret (repeatable).
+    #[arg(long, value_name = "KEY")]
+    needed_key: Vec<String>,
+    /// Check the GPU nodes' driver and toolkit versions from their labels.
+    #[arg(long)]
+    runtime_check: bool,
+    /// Write what the driver does next into DIR/decisions.env (bash assignments) and the
+    /// bodies of the deletes it issues into DIR.
+    #[arg(long, value_name = "DIR")]
+    decisions: Option<PathBuf>,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Text)]
     output: Format,
@@ -100,19 +122,89 @@ fn decide(args: &GateArgs) -> Result<(Vec<gate::Verdict>, bool), String> {
         version: read(dir, "version.json")?,
         claims: read::<objects::List<objects::Claim>>(dir, "pvcs.json")?.map(|l| l.items),
         job: read(dir, "job.json")?,
+        existing: existing(dir)?,
     };
-    let owner = cluster
-        .job
-        .as_ref()
-        .and_then(|_| owner(&format!("{}/{}", work.namespace, work.job)));
+    let records = match tao_k8s::record::Store::from_env() {
+        Ok(store) => {
+            let (records, skipped) = store.list().map_err(|e| e.to_string())?;
+            for e in skipped {
+                eprintln!("warning: skipped: {e}");
+            }
+            records
+        }
+        Err(_) => Vec::new(),
+    };
+    let pass_env = std::env::var(credentials::PASS_ENV).ok();
     let opts = Options {
         allow_pending: args.allow_pending,
-        owner,
+        records,
         replace: args.replace,
+        named_secret: args.named_secret.clone(),
+        needed_keys: args.needed_key.clone(),
+        extra_keys: args.extra.clone(),
+        allowed_env: credentials::allowed(&args.pass_env, pass_env.as_deref()),
+        runtime_check: args.runtime_check,
     };
-    let verdicts = gate::gates(&work, &cluster, &opts);
+    let (verdicts, decision) = gate::gates(&work, &cluster, &opts);
     let refused = gate::refused(&verdicts);
+    if let (Some(out), false) = (&args.decisions, refused) {
+        write_decisions(out, &decision)?;
+    }
     Ok((verdicts, refused))
+}
+
+/// DIR/objects.json: the objects of the bundle's names that exist, as `tao-k8s driver
+/// observe` printed them, one JSON value after another (none when the file is empty).
+fn existing(dir: &Path) -> Result<Vec<gate::owners::Existing>, String> {
+    let path = dir.join("objects.json");
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let mut out = Vec::new();
+    for value in serde_json::Deserializer::from_slice(&bytes).into_iter::<serde_json::Value>() {
+        let value =
+            value.map_err(|e| format!("{}: not what kubectl returns: {e}", path.display()))?;
+        let found = gate::owners::Existing::new(value)
+            .ok_or_else(|| format!("{}: an object without kind, name or uid", path.display()))?;
+        out.push(found);
+    }
+    Ok(out)
+}
+
+/// The decisions the driver acts on, as bash assignments: the deletes `--replace` issues
+/// (`PATH BODY KIND NAME UID`, bodies written beside) and whether the named Secret exists.
+fn write_decisions(dir: &Path, decision: &gate::owners::Decision) -> Result<(), String> {
+    use tao_k8s::driver::{objects::delete_request, shell_quote};
+    let fail = |e: std::io::Error| format!("cannot write into {}: {e}", dir.display());
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let mut deletes = Vec::new();
+    let mut ordered: Vec<_> = decision.deletes.iter().collect();
+    ordered.sort_by_key(|o| o.kind != "Job");
+    for (i, object) in ordered.into_iter().enumerate() {
+        let (path, body) = delete_request(object, object.kind == "Job")?;
+        let file = dir.join(format!("replace-{i}.json"));
+        std::fs::write(&file, body).map_err(fail)?;
+        let line = format!(
+            "{path} {} {} {} {}",
+            file.display(),
+            object.kind,
+            object.name,
+            object.uid
+        );
+        deletes.push(shell_quote(&line));
+    }
+    let text = format!(
+        "replace_deletes=({})\nnamed_secret_exists={}\n",
+        deletes.join(" "),
+        shell_quote(if decision.named_secret_exists {
+            "1"
+        } else {
+            ""
+        })
+    );
+    std::fs::write(dir.join("decisions.env"), text).map_err(fail)
 }
 
 /// `dir/name` as JSON, `None` when there is no such file.
@@ -140,17 +232,6 @@ fn read<T: DeserializeOwned>(dir: &Path, name: &str) -> Result<Option<T>, String
         .map_err(|e| format!("{}: not what kubectl returns: {e}", path.display()))
 }
 
-/// The job record bound to `backend` (`namespace/name`): the newest of them.
-fn owner(backend: &str) -> Option<String> {
-    let store = tao_k8s::record::Store::from_env().ok()?;
-    let (records, _) = store.list().ok()?;
-    records
-        .into_iter()
-        .rev()
-        .find(|r| r.backend_ref.as_deref() == Some(backend))
-        .map(|r| r.id)
-}
-
 /// What `job.sh status` prints, from DIR/job.json and DIR/pods.json (the Job's pods).
 #[derive(Args)]
 pub struct StatusArgs {
@@ -159,6 +240,13 @@ pub struct StatusArgs {
     /// Print only why the Job failed (nothing if it did not), for its record.
     #[arg(long)]
     reason: bool,
+    /// The job record of the Job: the status is that of the record's Job only (by uid), and a
+    /// Job that ended closes the record (SUCCEEDED, or FAILED with the reason).
+    #[arg(long, value_name = "ID")]
+    record: Option<String>,
+    /// Print only the Job's state (active, suspended, succeeded, failed); mark nothing.
+    #[arg(long)]
+    state: bool,
 }
 
 pub fn status(args: StatusArgs) -> ExitCode {
@@ -169,8 +257,14 @@ pub fn status(args: StatusArgs) -> ExitCode {
         Ok((job, pods.map(|l| l.items).unwrap_or_default()))
     };
     match read_all() {
+        Ok((job, pods)) if args.record.is_some() => {
+            let id = args.record.as_deref().unwrap_or_default();
+            record_status(id, &job, &pods, args.state)
+        }
+        Ok((job, _)) if args.state => emit(&format!("{}\n", job.state())),
         Ok((job, pods)) if args.reason => {
-            emit(&gate::status::terminal_reason(&job, &pods).map_or(String::new(), |r| r + "\n"))
+            let reason = gate::status::terminal_reason(&job, &pods);
+            emit(&reason.map_or(String::new(), |r| gate::printable(&r) + "\n"))
         }
         Ok((job, pods)) => emit(&gate::status::text(&job, &pods)),
         Err(message) => {
@@ -178,4 +272,58 @@ pub fn status(args: StatusArgs) -> ExitCode {
             ExitCode::from(USAGE)
         }
     }
+}
+
+/// The status of record `id`'s Job, when `job` is that Job (same uid); the record is closed
+/// when the Job ended. Exit 1, touching nothing, when the name is now another object's.
+fn record_status(id: &str, job: &objects::Job, pods: &[objects::Pod], state: bool) -> ExitCode {
+    use tao_k8s::record::State;
+    let store = match tao_k8s::record::Store::from_env() {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    let record = match store.show(id) {
+        Ok(record) => record,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(uid) = record.backend_uid.as_deref()
+        && uid != job.metadata.uid
+    {
+        eprintln!(
+            "tao-k8s: the Job {}/{} is another object now (uid {}), not the one job record {id} \
+             created (uid {uid}), which is gone: nothing was touched",
+            job.metadata.namespace,
+            job.metadata.name,
+            gate::owners::shown(&job.metadata.uid)
+        );
+        return ExitCode::from(1);
+    }
+    if state {
+        return emit(&format!("{}\n", job.state()));
+    }
+    let code = emit(&gate::status::text(job, pods));
+    let mark = match job.state() {
+        "succeeded" => Some((State::Succeeded, None)),
+        "failed" => Some((
+            State::Failed,
+            Some(
+                gate::status::terminal_reason(job, pods)
+                    .map_or_else(|| "the Job failed".into(), |r| gate::printable(&r)),
+            ),
+        )),
+        _ => None,
+    };
+    if let Some((state, reason)) = mark {
+        let reason = reason.map(|r| r.chars().take(4000).collect::<String>());
+        if !record.state.is_terminal() {
+            let _ = store.mark(id, state, "driver", reason.as_deref(), None);
+        }
+    }
+    code
 }

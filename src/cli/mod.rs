@@ -1,6 +1,7 @@
 //! The command line: clap definitions (their doc comments are the help), file and stdin
 //! reading, output, and exit codes: 0 clean, 1 refused input or findings, 2 usage or I/O error.
 
+mod driver;
 mod gate;
 mod krm;
 mod lint;
@@ -135,25 +136,15 @@ unless every request compiles and every object passes its strict schema (or, wit
         #[arg(long, value_name = "DIR")]
         spec_root: Option<PathBuf>,
     },
-    /// Name the fields of MANIFEST that the API server's answer (`kubectl apply
-    /// --dry-run=server -o json`) dropped; exit 1 if any. Used by the driver script.
     /// Decide the driver's gates (existing Job, server version, claims, where the pods fit)
     /// from the manifest and what kubectl returned. Used by the driver script.
     Gate(gate::GateArgs),
     /// The status of a Job and its pods, from what kubectl returned. Used by the driver script.
     #[command(hide = true)]
     JobStatus(gate::StatusArgs),
+    /// The steps of the driver script that decide or build something.
     #[command(hide = true)]
-    KeptFields { manifest: PathBuf, answer: PathBuf },
-    /// Print a docker config (`.dockerconfigjson`) for one registry, the password read from
-    /// stdin, so that it never stands on a command line. Used by the driver script.
-    #[command(hide = true)]
-    RegistryAuth {
-        #[arg(long)]
-        server: String,
-        #[arg(long)]
-        username: String,
-    },
+    Driver(driver::DriverArgs),
     /// Write the staging map and, in config mode, the materialised spec into a directory.
     #[command(after_help = "Examples:
   tao-k8s stage request.yaml --out staged/
@@ -467,8 +458,7 @@ pub fn run() -> ExitCode {
                 &files,
             )
         }
-        Command::KeptFields { manifest, answer } => kept_fields(&out, &manifest, &answer),
-        Command::RegistryAuth { server, username } => registry_auth(&out, &server, &username),
+        Command::Driver(args) => driver::run(args),
         Command::Record(args) => record::run(args),
         Command::Gate(args) => gate::run(args),
         Command::JobStatus(args) => gate::status(args),
@@ -585,39 +575,6 @@ pub(crate) fn make_executable(path: &Path) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| format!("cannot make {} executable: {e}", path.display()))
-}
-
-/// `registry-auth --server S --username U`, the password on stdin (a trailing newline is
-/// not part of it).
-fn registry_auth(out: &report::Reporter, server: &str, username: &str) -> ExitCode {
-    let password = match read_source(Path::new("-")) {
-        Ok(source) => source.text().trim_end_matches(['\n', '\r']).to_string(),
-        Err(e) => return e.report(out),
-    };
-    if password.is_empty() {
-        return out.io_error("no password on stdin");
-    }
-    emit(&(tao_k8s::script::docker_config(server, username, &password) + "\n"))
-}
-
-/// `kept-fields MANIFEST ANSWER`.
-fn kept_fields(out: &report::Reporter, manifest: &Path, answer: &Path) -> ExitCode {
-    let (sent, answer) = match (read_source(manifest), read_source(answer)) {
-        (Ok(m), Ok(a)) => (m, a),
-        (Err(e), _) | (_, Err(e)) => return out.io_error(e.message()),
-    };
-    let Ok(stream) = tao_k8s::yaml::parse(&sent, tao_k8s::yaml::Limits::default()) else {
-        return out.io_error(&format!("{} is not YAML", sent.name()));
-    };
-    let Ok(answer) = serde_json::from_str::<serde_json::Value>(answer.text()) else {
-        return out.io_error(&format!("{} is not JSON", answer.name()));
-    };
-    let objects: Vec<serde_json::Value> = stream.documents.iter().map(|d| d.to_json()).collect();
-    let dropped = tao_k8s::script::dropped_fields(&objects, &answer);
-    for field in &dropped {
-        eprintln!("tao-k8s: the API server dropped {field}");
-    }
-    ExitCode::from(if dropped.is_empty() { 0 } else { REFUSED })
 }
 
 /// Write a whole file or nothing: a temporary file beside it, renamed into place.

@@ -8,7 +8,7 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::Value;
 use std::process::ExitCode;
-use tao_k8s::record::{NewRecord, Record, RecordError, State, StorageTier, Store};
+use tao_k8s::record::{NewRecord, Owned, Record, RecordError, State, StorageTier, Store};
 
 const REFUSED: u8 = 1;
 
@@ -78,6 +78,24 @@ enum Action {
         /// The applied object, as <namespace>/<job-name>.
         #[arg(long, value_name = "NS/NAME")]
         backend_ref: Option<String>,
+    },
+    /// Add an object the API server created for the job to the record, by kind, namespace,
+    /// name and uid: the driver changes and deletes nothing else.
+    #[command(hide = true)]
+    Own {
+        /// The record id.
+        id: String,
+        #[arg(long)]
+        kind: String,
+        #[arg(long)]
+        namespace: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        uid: String,
+        /// The object is deleted: take it off the record instead.
+        #[arg(long)]
+        gone: bool,
     },
     /// Print a record as JSON, or one top-level field's value as plain text.
     Show {
@@ -165,6 +183,30 @@ pub fn run(args: RecordArgs) -> ExitCode {
             Ok(_) => ExitCode::SUCCESS,
             Err(e) => fail(&e),
         },
+        Action::Own {
+            id,
+            kind,
+            namespace,
+            name,
+            uid,
+            gone,
+        } => {
+            let object = Owned {
+                kind,
+                namespace,
+                name,
+                uid,
+            };
+            let done = if gone {
+                store.disown(&id, &object.uid)
+            } else {
+                store.own(&id, object)
+            };
+            match done {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => fail(&e),
+            }
+        }
         Action::Show { id, field } => match store.show(&id) {
             Ok(record) => show(&record, field.as_deref()),
             Err(e) => fail(&e),

@@ -447,7 +447,7 @@ fn write_bundle(out: &Reporter, dir: &Path, bundle: &Bundle, map: &str) -> ExitC
         .and_then(|()| write_atomic(&dir.join("staging-map.json"), map))
         .and_then(|()| probe.map_or(Ok(()), |p| write_atomic(&dir.join("nccl-probe.yaml"), p)))
         .and_then(|()| write_atomic(&dir.join("job.env"), &plan.data()))
-        .and_then(|()| write_atomic(&dir.join("job.sh"), tao_k8s::script::DRIVER))
+        .and_then(|()| write_atomic(&dir.join("job.sh"), tao_k8s::driver::DRIVER))
         .and_then(|()| make_executable(&dir.join("job.sh")));
     match written {
         Ok(()) => {

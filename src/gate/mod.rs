@@ -15,6 +15,8 @@
 
 pub mod fit;
 pub mod objects;
+pub mod owners;
+pub mod runtime;
 pub mod status;
 
 use objects::{Claim, Job, Node, Pod, PodSpec, Version};
@@ -62,6 +64,16 @@ struct ManifestTemplate {
 }
 
 impl Workload {
+    /// The GPUs one pod asks for (`nvidia.com/gpu` limits of its containers).
+    pub fn gpus(&self) -> i128 {
+        self.template
+            .containers
+            .iter()
+            .filter_map(|c| c.resources.limits.get("nvidia.com/gpu"))
+            .filter_map(objects::milli)
+            .sum()
+    }
+
     /// The Job among the manifest's objects; an error says what is missing or wrong.
     pub fn from_manifest(objects: &[Value]) -> Result<Workload, String> {
         let mut jobs = objects.iter().filter(|o| o["kind"] == "Job");
@@ -116,6 +128,8 @@ pub struct Cluster {
     pub claims: Option<Vec<Claim>>,
     /// The Job of the manifest's name, when it exists.
     pub job: Option<Job>,
+    /// The objects of the names the bundle derives that exist (the Job among them).
+    pub existing: Vec<owners::Existing>,
 }
 
 /// What the caller adds.
@@ -123,10 +137,19 @@ pub struct Cluster {
 pub struct Options {
     /// Let several pods wait Pending without a queue.
     pub allow_pending: bool,
-    /// The job record bound to the existing Job, if one is.
-    pub owner: Option<String>,
+    /// The submitter's job records: an object is theirs when its uid is listed in one.
+    pub records: Vec<crate::record::Record>,
     /// An existing Job that ended is deleted and the bundle submitted again (`--replace`).
     pub replace: bool,
+    /// The Secret the request names (`credentials.secretName`), which may exist.
+    pub named_secret: Option<String>,
+    /// The keys the pod reads from the credentials Secret.
+    pub needed_keys: Vec<String>,
+    /// `credentials.extra`, and the names the submitter allows to leave their environment.
+    pub extra_keys: Vec<String>,
+    pub allowed_env: Vec<String>,
+    /// Check the GPU nodes' driver and toolkit versions from their labels.
+    pub runtime_check: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -171,54 +194,136 @@ impl Verdict {
     }
 }
 
-/// Every gate, in the order the driver reports them.
-pub fn gates(work: &Workload, cluster: &Cluster, opts: &Options) -> Vec<Verdict> {
-    vec![
-        job_gate(work, cluster, opts),
+/// Every gate, in the order the driver reports them, and what the ownership gate decided.
+pub fn gates(
+    work: &Workload,
+    cluster: &Cluster,
+    opts: &Options,
+) -> (Vec<Verdict>, owners::Decision) {
+    let ask = owners::Ask {
+        job: &work.job,
+        named_secret: opts.named_secret.as_deref(),
+        needed_keys: &opts.needed_keys,
+        replace: opts.replace,
+    };
+    let (owners, mut decision) = owners::gate(&cluster.existing, &opts.records, &ask);
+    let (job, job_delete) = job_gate(work, cluster, opts);
+    decision.deletes.extend(job_delete);
+    let mut verdicts = vec![job, owners, credentials_gate(opts)];
+    verdicts.extend([
         version_gate(work, cluster),
         claims_gate(work, cluster),
         fit_gate(work, cluster, opts),
-    ]
+    ]);
+    if opts.runtime_check && work.gpus() > 0 {
+        verdicts.push(runtime::gate(&cluster.nodes));
+    }
+    (verdicts, decision)
 }
 
-fn job_gate(work: &Workload, cluster: &Cluster, opts: &Options) -> Verdict {
-    let name = format!("{}/{}", work.namespace, work.job);
-    let Some(job) = &cluster.job else {
-        return Verdict::new("job", Outcome::Pass, format!("no Job {name} exists yet"));
-    };
-    let owner = match &opts.owner {
-        Some(id) => format!("job record {id}"),
-        None => "no job record here".to_string(),
-    };
-    let ended = !matches!(job.state(), "active" | "suspended");
-    if ended && opts.replace {
+/// The submitter allows every `credentials.extra` name to leave their environment.
+fn credentials_gate(opts: &Options) -> Verdict {
+    if opts.extra_keys.is_empty() {
         return Verdict::new(
-            "job",
+            "credentials",
             Outcome::Pass,
-            format!(
-                "the Job {name} exists ({}, owned by {owner}): --replace deletes it, with its \
-                 pods and logs, and submits the bundle again under a new job record",
-                job.state()
-            ),
+            "the request asks for no variable of your environment (credentials.extra)".into(),
         );
     }
-    let what = match (ended, opts.replace) {
-        (false, true) => {
+    let refusals = crate::driver::credentials::refusals(&opts.extra_keys, &opts.allowed_env);
+    if refusals.is_empty() {
+        Verdict::new(
+            "credentials",
+            Outcome::Pass,
+            format!(
+                "you allow {} to reach the pod (credentials.extra)",
+                opts.extra_keys.join(", ")
+            ),
+        )
+    } else {
+        Verdict::new("credentials", Outcome::Refuse, refusals.join("; "))
+    }
+}
+
+/// The job gate, and under `--replace` the submitter's ended Job to delete.
+fn job_gate(
+    work: &Workload,
+    cluster: &Cluster,
+    opts: &Options,
+) -> (Verdict, Option<crate::record::Owned>) {
+    let name = format!("{}/{}", work.namespace, work.job);
+    let Some(job) = &cluster.job else {
+        return (
+            Verdict::new("job", Outcome::Pass, format!("no Job {name} exists yet")),
+            None,
+        );
+    };
+    let existing = cluster
+        .existing
+        .iter()
+        .find(|e| e.kind == "Job" && e.name == work.job && e.uid == job.metadata.uid);
+    let creator = existing.and_then(|e| owners::creator(&opts.records, e));
+    let owner = match creator {
+        Some(r) => format!("created by job record {}", r.id),
+        None => format!(
+            "created by no job record here: {}",
+            existing.map_or("nothing says who made it".into(), |e| e.holder())
+        ),
+    };
+    let ended = !matches!(job.state(), "active" | "suspended");
+    if ended && opts.replace && creator.is_none() {
+        return (
+            Verdict::new(
+                "job",
+                Outcome::Refuse,
+                format!(
+                    "the Job {name} exists ({}, {owner}): --replace deletes only a Job that this \
+                     bundle's job records created; render the request under another \
+                     metadata.name to run beside it",
+                    job.state()
+                ),
+            ),
+            None,
+        );
+    }
+    if ended && opts.replace {
+        let delete = existing.map(|e| crate::record::Owned {
+            kind: e.kind.clone(),
+            namespace: e.namespace.clone(),
+            name: e.name.clone(),
+            uid: e.uid.clone(),
+        });
+        return (
+            Verdict::new(
+                "job",
+                Outcome::Pass,
+                format!(
+                    "the Job {name} exists ({}, {owner}): --replace deletes it, with its \
+                 pods and logs, and submits the bundle again under a new job record",
+                    job.state()
+                ),
+            ),
+            delete,
+        );
+    }
+    let what = match (creator.is_some(), ended, opts.replace) {
+        (false, ..) => "the driver neither changes nor deletes a Job it did not create",
+        (true, false, true) => {
             "--replace replaces only a Job that ended; job.sh cancel stops and deletes it"
         }
-        (false, false) => "job.sh status shows it, job.sh cancel stops and deletes it",
+        (true, false, false) => "job.sh status shows it, job.sh cancel stops and deletes it",
         _ => "job.sh submit --replace deletes it (and its logs) and runs the bundle again",
     };
-    Verdict::new(
+    let verdict = Verdict::new(
         "job",
         Outcome::Refuse,
         format!(
-            "the Job {name} exists ({}, owned by {owner}): applying the manifest again would \
-             change nothing; {what}; to run beside it, render the request under another \
-             metadata.name",
+            "the Job {name} exists ({}, {owner}): {what}; to run beside it, render the request \
+             under another metadata.name",
             job.state()
         ),
-    )
+    );
+    (verdict, None)
 }
 
 fn version_gate(work: &Workload, cluster: &Cluster) -> Verdict {
@@ -461,6 +566,20 @@ fn closest(judged: &[fit::Judged]) -> Option<&fit::Judged> {
         .min_by_key(|j| (too_small(j), j.misfits.len()))
 }
 
+/// `text` with its control characters escaped (`\u{1b}`, `\r`...): what the cluster wrote
+/// (a node's name, a pod's message) cannot steer the terminal it is shown on.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Whether any verdict refuses.
 pub fn refused(verdicts: &[Verdict]) -> bool {
     verdicts.iter().any(|v| v.outcome == Outcome::Refuse)
@@ -476,7 +595,7 @@ pub fn text(verdicts: &[Verdict]) -> String {
                 Outcome::Warn => "warning",
                 Outcome::Refuse => "refused",
             };
-            format!("{}: {outcome}: {}\n", v.gate, v.message)
+            format!("{}: {outcome}: {}\n", v.gate, printable(&v.message))
         })
         .collect()
 }
@@ -541,11 +660,13 @@ mod tests {
                 .unwrap(),
             ),
             job: None,
+            existing: Vec::new(),
         }
     }
 
     fn fit_of(work: &Workload, cluster: &Cluster, opts: &Options) -> Verdict {
-        gates(work, cluster, opts).pop().unwrap()
+        let (verdicts, _) = gates(work, cluster, opts);
+        verdicts.into_iter().find(|v| v.gate == "fit").unwrap()
     }
 
     fn gpu_taint() -> Value {
@@ -842,29 +963,65 @@ mod tests {
 
     #[test]
     fn an_existing_job_is_refused_with_its_state_and_record() {
+        let uid = "5f0c1b2a-7d3e-4c8f-9a1b-2c3d4e5f6a7b";
+        let job = json!({"kind": "Job", "metadata": {"name": "train", "namespace": "vision", "uid": uid},
+                         "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}});
         let mut c = cluster(vec![node("gpu-1", 8, gpu_taint(), json!({}))], vec![]);
-        c.job = Some(
-            serde_json::from_value(json!({"metadata": {"name": "train"}, "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}}))
-                .unwrap(),
-        );
+        c.job = Some(serde_json::from_value(job.clone()).unwrap());
+        c.existing = vec![owners::Existing::new(job).unwrap()];
         let w = workload(1, 1, json!({}), json!({}));
-        let mut opts = Options {
-            allow_pending: false,
-            owner: Some("tao-20261202-083107-7f3a".into()),
-            replace: false,
+        let record = crate::record::Record {
+            id: "tao-20261202-083107-7f3a".into(),
+            platform: "kubernetes".into(),
+            image: "i".into(),
+            network_arch: "dino".into(),
+            action: "train".into(),
+            storage_tier: crate::record::StorageTier::A,
+            results_dir: "/r".into(),
+            backend_ref: Some("vision/train".into()),
+            backend_uid: Some(uid.into()),
+            objects: vec![crate::record::Owned {
+                kind: "Job".into(),
+                namespace: "vision".into(),
+                name: "train".into(),
+                uid: uid.into(),
+            }],
+            state: crate::record::State::Running,
+            history: Vec::new(),
         };
-        let v = &gates(&w, &c, &opts)[0];
-        assert_eq!(v.outcome, Outcome::Refuse);
-        assert!(v.message.starts_with("the Job vision/train exists (succeeded, owned by job record tao-20261202-083107-7f3a)"), "{}", v.message);
+        let mut opts = Options {
+            records: vec![record],
+            ..Options::default()
+        };
+        let (v, _) = gates(&w, &c, &opts);
+        assert_eq!(v[0].outcome, Outcome::Refuse);
+        assert!(v[0].message.starts_with("the Job vision/train exists (succeeded, created by job record tao-20261202-083107-7f3a)"), "{}", v[0].message);
         assert!(
-            v.message.contains("job.sh submit --replace"),
+            v[0].message.contains("job.sh submit --replace"),
             "{}",
-            v.message
+            v[0].message
         );
         opts.replace = true;
-        let v = &gates(&w, &c, &opts)[0];
-        assert_eq!(v.outcome, Outcome::Pass, "{}", v.message);
-        assert!(v.message.contains("--replace deletes it"), "{}", v.message);
+        let (v, decision) = gates(&w, &c, &opts);
+        assert_eq!(v[0].outcome, Outcome::Pass, "{}", v[0].message);
+        assert!(
+            v[0].message.contains("--replace deletes it"),
+            "{}",
+            v[0].message
+        );
+        assert_eq!(decision.deletes.len(), 1);
+        assert_eq!(decision.deletes[0].uid, uid);
+        // The same Job, created by no record here: never replaced.
+        opts.records.clear();
+        let (v, decision) = gates(&w, &c, &opts);
+        assert_eq!(v[0].outcome, Outcome::Refuse);
+        assert!(
+            v[0].message
+                .contains("--replace deletes only a Job that this bundle's job records created"),
+            "{}",
+            v[0].message
+        );
+        assert!(decision.deletes.is_empty());
     }
 
     #[test]
@@ -872,27 +1029,27 @@ mod tests {
         let mut c = cluster(vec![node("gpu-1", 8, gpu_taint(), json!({}))], vec![]);
         c.claims = Some(vec![]);
         c.version = Some(serde_json::from_value(json!({"major": "1", "minor": "27"})).unwrap());
-        let v = gates(
+        let (v, _) = gates(
             &workload(2, 4, json!({}), json!({})),
             &c,
             &Options::default(),
         );
         assert_eq!(
-            v[1].message,
+            v[3].message,
             "multi-node needs Kubernetes 1.28 or newer, the server is 1.27"
         );
         assert_eq!(
-            v[2].message,
+            v[4].message,
             "PersistentVolumeClaim tao-results does not exist in namespace vision"
         );
-        assert!(v[1..3].iter().all(|v| v.outcome == Outcome::Refuse));
+        assert!(v[3..5].iter().all(|v| v.outcome == Outcome::Refuse));
         // A single pod needs no particular version.
-        let v = gates(
+        let (v, _) = gates(
             &workload(1, 4, json!({}), json!({})),
             &c,
             &Options::default(),
         );
-        assert_eq!(v[1].outcome, Outcome::Pass);
+        assert_eq!(v[3].outcome, Outcome::Pass);
     }
 
     /// Clusters of up to five nodes, each with a GPU count, GPUs in use, a taint or not and a

@@ -19,6 +19,7 @@ pub struct List<T> {
 pub struct Meta {
     pub name: String,
     pub namespace: String,
+    pub uid: String,
     pub labels: BTreeMap<String, String>,
 }
 

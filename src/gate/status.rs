@@ -25,8 +25,8 @@ pub fn text(job: &Job, pods: &[Pod]) -> String {
     let s = &job.status;
     let mut out = format!(
         "{}/{}: {} (active {}, succeeded {}, failed {})\n",
-        job.metadata.namespace,
-        job.metadata.name,
+        super::printable(&job.metadata.namespace),
+        super::printable(&job.metadata.name),
         state(job),
         s.active,
         s.succeeded,
@@ -36,7 +36,7 @@ pub fn text(job: &Job, pods: &[Pod]) -> String {
     sorted.sort_by_key(|p| (index(p).unwrap_or(u64::MAX), p.metadata.name.clone()));
     for pod in sorted {
         out.push_str("  ");
-        out.push_str(&pod_line(pod));
+        out.push_str(&super::printable(&pod_line(pod)));
         out.push('\n');
     }
     out

@@ -625,6 +625,10 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
     }
     let nodes = req.nodes();
     let run = run(req, &laid.pod);
+    let mut pod = laid.pod;
+    if spec.credentials.secret_name.is_some() {
+        named_keys_only(&mut pod, &names.secret, &run);
+    }
     Ok(Plan {
         namespace,
         job: Job {
@@ -639,7 +643,7 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
                 completions: nodes,
                 parallelism: nodes,
             }),
-            pod: laid.pod,
+            pod,
         },
         config_map,
         service: laid.service,
@@ -651,6 +655,34 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
         notes,
         run,
     })
+}
+
+/// A Secret the request names may exist already and belong to someone else, holding keys
+/// the job was never meant to see: the containers read only the keys the request names, one
+/// `secretKeyRef` each (the optional ones optional), never `envFrom` of the whole Secret.
+fn named_keys_only(pod: &mut Pod, secret: &str, run: &Run) {
+    let keys = run
+        .required_keys
+        .iter()
+        .map(|k| (k, false))
+        .chain(run.optional_keys.iter().map(|k| (k, true)));
+    let keys: Vec<(&String, bool)> = keys.collect();
+    for c in pod.init_containers.iter_mut().chain(&mut pod.containers) {
+        if c.env_from_secret.as_deref() != Some(secret) {
+            continue;
+        }
+        c.env_from_secret = None;
+        for (key, optional) in &keys {
+            if !c.env.iter().any(|e| e.name == **key) {
+                let from = SecretKey {
+                    name: secret.to_string(),
+                    key: key.to_string(),
+                    optional: *optional,
+                };
+                c.env.push(EnvVar::secret_key(key, from));
+            }
+        }
+    }
 }
 
 /// The labels of every object: the request's, and what says what made it.

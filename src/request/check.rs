@@ -725,18 +725,18 @@ fn env(c: &mut Checker, req: &ActionRequest) {
             );
         }
     }
-    // The driver script reads each of them from the submitter's environment as a shell
-    // variable, so they follow the shell's rule, which is stricter than Kubernetes'.
+    // The submitter passes each of them from their environment (upper-case names, never the
+    // S3 keys, NGC_KEY or a tao-k8s setting: see `driver::credentials`).
     for (i, name) in extra.iter().enumerate() {
         let at = with(path("spec.credentials.extra"), i);
-        if !is_shell_variable(name) {
+        if let Some(problem) = crate::driver::credentials::extra_problem(name) {
             c.error(
                 ENV_NAME,
                 &at,
-                format!("`{name}` cannot name a credential in the submitter's environment"),
-                "not a shell variable name",
+                format!("`{name}` cannot be passed from the submitter's environment: {problem}"),
+                "not a name the driver passes",
                 Some(
-                    "use letters, digits and `_`, not starting with a digit, e.g. `HF_TOKEN`"
+                    "list the model's own keys, in upper case: letters, digits and `_`, not starting with a digit, e.g. `HF_TOKEN`"
                         .into(),
                 ),
             );
@@ -750,15 +750,35 @@ fn env(c: &mut Checker, req: &ActionRequest) {
             );
         }
     }
-}
-
-/// `[A-Za-z_][A-Za-z0-9_]*`: a name bash can read with `${!name}` and export.
-fn is_shell_variable(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    // What the job record keeps of the request must fit the record's limits, or no submit
+    // of the bundle could open one.
+    let results = match (req.tier(), req.spec.storage.s3.as_ref()) {
+        (
+            Tier::C,
+            Some(super::S3 {
+                results: Some(r), ..
+            }),
+        ) => ("spec.storage.s3.results.uri", r.uri.as_str()),
+        _ => ("spec.resultsDir", req.spec.results_dir.as_str()),
+    };
+    for (field, at, value) in [
+        ("image", "spec.image", req.spec.image.as_str()),
+        ("resultsDir", results.0, results.1),
+    ] {
+        let limit = crate::record::field_limit(field);
+        if value.len() > limit {
+            c.error(
+                INVALID_VALUE,
+                &path(at),
+                format!(
+                    "`{at}` is {} bytes long, over the {limit} bytes a job record keeps",
+                    value.len()
+                ),
+                "too long",
+                Some(format!("shorten it to {limit} bytes or fewer")),
+            );
+        }
+    }
 }
 
 fn naming(c: &mut Checker, req: &ActionRequest) {

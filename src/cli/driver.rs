@@ -1,0 +1,295 @@
+//! `tao-k8s driver ...`: the steps of `job.sh` that decide or build something, hidden from the
+//! command list (the driver script is their one caller). Each reads what kubectl returned or
+//! what the bundle holds and prints what the next kubectl call needs. Exit codes: 0 done, 1
+//! refused (a bad record, an unset required key), 2 usage or I/O error.
+
+use super::{REFUSED, USAGE, emit, read_source};
+use clap::{Args, Subcommand};
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use tao_k8s::driver::{credentials, objects};
+use tao_k8s::record::{Owned, Store};
+
+/// The steps of the driver script that decide or build something.
+#[derive(Args)]
+pub struct DriverArgs {
+    #[command(subcommand)]
+    step: Step,
+}
+
+#[derive(Subcommand)]
+enum Step {
+    /// Write the objects a submit creates, stamped with the job record, one JSON file each
+    /// (0600) in creation order; print `FILE KIND NAME` per object. The Secrets' values are
+    /// read from the environment.
+    Objects {
+        /// The manifest (YAML) of the objects.
+        manifest: PathBuf,
+        /// The job record that creates them (none for the probe alone).
+        #[arg(long)]
+        record: Option<String>,
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The credentials Secret to create.
+        #[arg(long, value_name = "NAME")]
+        credentials_secret: Option<String>,
+        #[arg(long = "s3-required", value_name = "KEY")]
+        s3_required: Vec<String>,
+        #[arg(long = "s3-optional", value_name = "KEY")]
+        s3_optional: Vec<String>,
+        /// Extra keys, already allowed by the submitter (`tao-k8s gate --pass-env`).
+        #[arg(long = "extra", value_name = "KEY")]
+        extra: Vec<String>,
+        /// The nvcr.io pull Secret to create from NGC_KEY, when it is set.
+        #[arg(long, value_name = "NAME")]
+        ngc_pull_secret: Option<String>,
+    },
+    /// Write the DELETE bodies (preconditioned on their uids) of the objects job record ID
+    /// created, or of each `--object KIND/NAME/UID` in NAMESPACE, into DIR, Jobs first (their
+    /// pods go before them); print `PATH BODY KIND NAME UID` per object.
+    Deletes {
+        #[arg(long, value_name = "ID", required_unless_present = "object")]
+        record: Option<String>,
+        #[arg(long, value_name = "KIND/NAME/UID", requires = "namespace")]
+        object: Vec<String>,
+        #[arg(long)]
+        namespace: Option<String>,
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+    /// The merge patch that attaches the object of uid UID to the Job JOB of uid JOB_UID.
+    OwnerPatch {
+        uid: String,
+        job: String,
+        job_uid: String,
+    },
+    /// Read an object as kubectl returned it on stdin; print what the gates may see of it (a
+    /// Secret's values removed).
+    Observe,
+    /// Name the fields of MANIFEST that the API server's answer (`kubectl apply
+    /// --dry-run=server -o json`) dropped; exit 1 if any.
+    KeptFields { manifest: PathBuf, answer: PathBuf },
+}
+
+pub fn run(args: DriverArgs) -> ExitCode {
+    let result = match args.step {
+        Step::Objects {
+            manifest,
+            record,
+            out,
+            credentials_secret,
+            s3_required,
+            s3_optional,
+            extra,
+            ngc_pull_secret,
+        } => {
+            let keys = credentials::Keys {
+                s3_required,
+                s3_optional,
+                extra,
+            };
+            let secrets = Secrets {
+                credentials: credentials_secret,
+                keys,
+                ngc_pull: ngc_pull_secret,
+            };
+            write_objects(&manifest, record.as_deref(), &out, &secrets)
+        }
+        Step::Deletes {
+            record,
+            object,
+            namespace,
+            out,
+        } => deletes(record.as_deref(), &object, namespace.as_deref(), &out),
+        Step::OwnerPatch { uid, job, job_uid } => {
+            Ok(objects::owner_patch(&uid, &job, &job_uid) + "\n")
+        }
+        Step::Observe => observe(),
+        Step::KeptFields { manifest, answer } => return kept_fields(&manifest, &answer),
+    };
+    match result {
+        Ok(text) => emit(&text),
+        Err(Refusal(code, message)) => {
+            eprintln!("tao-k8s: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// Why a step stopped, with its exit code.
+struct Refusal(u8, String);
+
+fn io(message: String) -> Refusal {
+    Refusal(USAGE, message)
+}
+
+fn refused(message: String) -> Refusal {
+    Refusal(REFUSED, message)
+}
+
+struct Secrets {
+    credentials: Option<String>,
+    keys: credentials::Keys,
+    ngc_pull: Option<String>,
+}
+
+/// The manifest's objects and the Secrets, stamped, in creation order, one 0600 file each.
+fn write_objects(
+    manifest: &Path,
+    record: Option<&str>,
+    out: &Path,
+    secrets: &Secrets,
+) -> Result<String, Refusal> {
+    let source = read_source(manifest).map_err(|e| io(e.message().to_string()))?;
+    let stream = tao_k8s::yaml::parse(&source, tao_k8s::yaml::Limits::default())
+        .map_err(|_| io(format!("{} is not YAML", source.name())))?;
+    let mut list: Vec<Value> = stream.documents.iter().map(|d| d.to_json()).collect();
+    let job = list
+        .iter()
+        .find(|o| o["kind"] == "Job")
+        .and_then(|o| o.pointer("/metadata/name")?.as_str())
+        .ok_or_else(|| io(format!("{} holds no Job", source.name())))?
+        .to_string();
+    let namespace = list
+        .iter()
+        .find_map(|o| o.pointer("/metadata/namespace")?.as_str())
+        .unwrap_or("default")
+        .to_string();
+    let env = |k: &str| std::env::var_os(k);
+    if let Some(name) = &secrets.credentials {
+        let secret = credentials::credentials_secret(name, &namespace, &secrets.keys, env)
+            .map_err(refused)?;
+        list.push(secret);
+    }
+    if let Some(name) = &secrets.ngc_pull {
+        match credentials::ngc_pull_secret(name, &namespace, env).map_err(refused)? {
+            Some(secret) => list.push(secret),
+            None => eprintln!(
+                "tao-k8s: NGC_KEY is not set: no nvcr.io pull Secret is created, so the image must be public"
+            ),
+        }
+    }
+    list.sort_by_key(objects::creation_rank);
+    std::fs::create_dir_all(out).map_err(|e| io(format!("{}: {e}", out.display())))?;
+    let mut lines = String::new();
+    for mut object in list {
+        objects::stamp(&mut object, record, &namespace, &job);
+        let kind = object["kind"].as_str().unwrap_or_default().to_string();
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if !tao_k8s::names::is_dns1123_subdomain(&name) || kind.is_empty() {
+            return Err(io(format!(
+                "{}: an object without a valid name",
+                source.name()
+            )));
+        }
+        let path = out.join(format!("{}-{name}.json", kind.to_lowercase()));
+        write_private(&path, &object.to_string())?;
+        lines += &format!("{} {kind} {name}\n", path.display());
+    }
+    Ok(lines)
+}
+
+/// Create `path` readable by its owner only, with `text`.
+fn write_private(path: &Path, text: &str) -> Result<(), Refusal> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(path)
+        .map_err(|e| io(format!("cannot write {}: {e}", path.display())))?;
+    file.write_all(text.as_bytes())
+        .map_err(|e| io(format!("cannot write {}: {e}", path.display())))
+}
+
+/// The deletes of what a job record created, or of the objects named, Jobs first.
+fn deletes(
+    record: Option<&str>,
+    named: &[String],
+    namespace: Option<&str>,
+    out: &Path,
+) -> Result<String, Refusal> {
+    let mut owned: Vec<Owned> = Vec::new();
+    if let Some(id) = record {
+        let store = Store::from_env().map_err(|e| io(e.to_string()))?;
+        let record = store.show(id).map_err(|e| refused(e.to_string()))?;
+        if record.objects.is_empty() {
+            return Err(refused(format!(
+                "job record {id} lists no object it created (a record of an older tao-k8s, or \
+                 of a submit that made nothing): nothing is deleted; check with kubectl that \
+                 an object is yours before you delete it"
+            )));
+        }
+        owned = record.objects;
+    }
+    for spec in named {
+        let mut parts = spec.splitn(3, '/');
+        let (Some(kind), Some(name), Some(uid)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(io(format!("--object {spec}: expected KIND/NAME/UID")));
+        };
+        owned.push(Owned {
+            kind: kind.into(),
+            namespace: namespace.unwrap_or_default().into(),
+            name: name.into(),
+            uid: uid.into(),
+        });
+    }
+    owned.sort_by_key(|o| o.kind != "Job");
+    std::fs::create_dir_all(out).map_err(|e| io(format!("{}: {e}", out.display())))?;
+    let mut lines = String::new();
+    for (i, object) in owned.iter().enumerate() {
+        let (path, body) =
+            objects::delete_request(object, object.kind == "Job").map_err(refused)?;
+        let file = out.join(format!("delete-{i}.json"));
+        write_private(&file, &body)?;
+        lines += &format!(
+            "{path} {} {} {} {}\n",
+            file.display(),
+            object.kind,
+            object.name,
+            object.uid
+        );
+    }
+    Ok(lines)
+}
+
+fn observe() -> Result<String, Refusal> {
+    let source = read_source(Path::new("-")).map_err(|e| io(e.message().to_string()))?;
+    if source.text().trim().is_empty() {
+        return Ok(String::new());
+    }
+    let object: Value = serde_json::from_str(source.text())
+        .map_err(|e| io(format!("stdin is not the JSON of one object: {e}")))?;
+    Ok(objects::observed(object).to_string() + "\n")
+}
+
+/// `kept-fields MANIFEST ANSWER`.
+fn kept_fields(manifest: &Path, answer: &Path) -> ExitCode {
+    let (sent, answer) = match (read_source(manifest), read_source(answer)) {
+        (Ok(m), Ok(a)) => (m, a),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {}", e.message());
+            return ExitCode::from(USAGE);
+        }
+    };
+    let Ok(stream) = tao_k8s::yaml::parse(&sent, tao_k8s::yaml::Limits::default()) else {
+        eprintln!("error: {} is not YAML", sent.name());
+        return ExitCode::from(USAGE);
+    };
+    let Ok(answer) = serde_json::from_str::<Value>(answer.text()) else {
+        eprintln!("error: {} is not JSON", answer.name());
+        return ExitCode::from(USAGE);
+    };
+    let objects: Vec<Value> = stream.documents.iter().map(|d| d.to_json()).collect();
+    let dropped = tao_k8s::driver::kept::dropped_fields(&objects, &answer);
+    for field in &dropped {
+        eprintln!("tao-k8s: the API server dropped {field}");
+    }
+    ExitCode::from(if dropped.is_empty() { 0 } else { REFUSED })
+}

@@ -1,0 +1,247 @@
+//! What leaves the submitter's environment: the submitter, not the request, decides.
+//!
+//! A request's `credentials.extra` asks for environment variables; `job.sh submit` passes one
+//! only when the submitter allows it (`--pass-env NAME`, `TAO_K8S_PASS_ENV=NAME,...`). The S3
+//! keys travel only when the request uses S3, NGC_KEY only as the nvcr.io pull Secret, and the
+//! driver's own settings never. Values are read from the process environment, which the
+//! driver passes on unchanged (its own variables are lower case, see [`super::values`]), and
+//! never stand on a command line: the Secrets are written as JSON files that only kubectl
+//! reads.
+
+use super::{NGC_USERNAME, S3_KEYS, docker_config};
+use serde_json::{Value, json};
+
+/// The legacy names of the two required S3 keys, read when the AWS names are unset.
+pub const LEGACY_S3_KEYS: [(&str, &str); 2] = [
+    ("AWS_ACCESS_KEY_ID", "ACCESS_KEY"),
+    ("AWS_SECRET_ACCESS_KEY", "SECRET_KEY"),
+];
+/// The nvcr.io API key, passed only as the pull Secret.
+pub const NGC_KEY: &str = "NGC_KEY";
+/// The submitter's allow-list, besides `--pass-env`.
+pub const PASS_ENV: &str = "TAO_K8S_PASS_ENV";
+
+/// Why `name` can never be a `credentials.extra` key, if it cannot.
+pub fn extra_problem(name: &str) -> Option<String> {
+    let upper = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    if !upper {
+        return Some(format!(
+            "`{name}` is not an upper-case environment variable name ([A-Z_][A-Z0-9_]*)"
+        ));
+    }
+    if name == NGC_KEY {
+        return Some(
+            "NGC_KEY reaches the cluster only as the nvcr.io pull Secret, never in the pod".into(),
+        );
+    }
+    if S3_KEYS.contains(&name) || LEGACY_S3_KEYS.iter().any(|(_, legacy)| *legacy == name) {
+        return Some(format!(
+            "{name} is an S3 key: it reaches the pod only when the request uses S3 (`credentials.s3`)"
+        ));
+    }
+    if name.starts_with("TAO_K8S_") {
+        return Some(format!(
+            "{name} is a setting of tao-k8s itself, not a value for the pod"
+        ));
+    }
+    None
+}
+
+/// The names the submitter allows: every `--pass-env` value and the comma-separated
+/// `TAO_K8S_PASS_ENV`, blanks ignored.
+pub fn allowed(pass_env: &[String], env_list: Option<&str>) -> Vec<String> {
+    let listed = env_list.into_iter().flat_map(|l| l.split(','));
+    let mut names: Vec<String> = pass_env
+        .iter()
+        .flat_map(|p| p.split(','))
+        .chain(listed)
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Every problem with passing `extra` given what the submitter allowed; empty when all pass.
+pub fn refusals(extra: &[String], allowed: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for name in extra {
+        if let Some(problem) = extra_problem(name) {
+            out.push(format!("credentials.extra names {name}: {problem}"));
+        } else if !allowed.contains(name) {
+            out.push(format!(
+                "credentials.extra asks for {name} from your environment, and you did not allow \
+                 it: pass `job.sh submit --pass-env {name}` (or TAO_K8S_PASS_ENV={name}) if the \
+                 pod may have it"
+            ));
+        }
+    }
+    out
+}
+
+/// The keys of the credentials Secret.
+#[derive(Debug, Clone, Default)]
+pub struct Keys {
+    pub s3_required: Vec<String>,
+    pub s3_optional: Vec<String>,
+    pub extra: Vec<String>,
+}
+
+/// The credentials Secret `name`, its values read through `env` (the process environment):
+/// the S3 keys (the legacy ACCESS_KEY/SECRET_KEY for unset AWS names) and the allowed extra
+/// keys. An error names the first key that is required and unset, or not text.
+pub fn credentials_secret(
+    name: &str,
+    namespace: &str,
+    keys: &Keys,
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<Value, String> {
+    let read = |key: &str| -> Result<Option<String>, String> {
+        match env(key).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(v) => v
+                .into_string()
+                .map(Some)
+                .map_err(|_| format!("{key} in the environment is not UTF-8 text")),
+        }
+    };
+    let mut data = serde_json::Map::new();
+    for key in &keys.s3_required {
+        let legacy = LEGACY_S3_KEYS.iter().find(|(aws, _)| aws == key);
+        let value = match (read(key)?, legacy) {
+            (Some(v), _) => Some(v),
+            (None, Some((_, legacy))) => read(legacy)?,
+            (None, None) => None,
+        };
+        let value = value.ok_or_else(|| format!("{key} is not set in the environment"))?;
+        data.insert(key.clone(), value.into());
+    }
+    for key in &keys.extra {
+        let value = read(key)?.ok_or_else(|| format!("{key} is not set in the environment"))?;
+        data.insert(key.clone(), value.into());
+    }
+    for key in &keys.s3_optional {
+        if let Some(value) = read(key)? {
+            data.insert(key.clone(), value.into());
+        }
+    }
+    Ok(json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "type": "Opaque",
+        "stringData": data,
+    }))
+}
+
+/// The nvcr.io pull Secret `name` from NGC_KEY, or `None` when NGC_KEY is unset.
+pub fn ngc_pull_secret(
+    name: &str,
+    namespace: &str,
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<Option<Value>, String> {
+    let Some(key) = env(NGC_KEY).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let key = key
+        .into_string()
+        .map_err(|_| "NGC_KEY in the environment is not UTF-8 text".to_string())?;
+    Ok(Some(json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "type": "kubernetes.io/dockerconfigjson",
+        "stringData": {".dockerconfigjson": docker_config("nvcr.io", NGC_USERNAME, &key)},
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.into())
+    }
+
+    #[test]
+    fn the_submitter_allows_each_extra_name_and_some_names_never_pass() {
+        let extra = ["HF_TOKEN".to_string(), "WANDB_API_KEY".to_string()];
+        let allowed = allowed(&["HF_TOKEN".into()], Some(" WANDB_API_KEY, ,X"));
+        assert_eq!(allowed, ["HF_TOKEN", "WANDB_API_KEY", "X"]);
+        assert!(refusals(&extra, &allowed).is_empty());
+        let refused = refusals(&extra, &["HF_TOKEN".into()]);
+        assert_eq!(refused.len(), 1);
+        assert!(
+            refused[0].contains("--pass-env WANDB_API_KEY"),
+            "{refused:?}"
+        );
+        for never in [
+            "NGC_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "SECRET_KEY",
+            "TAO_K8S_BIN",
+            "lower",
+            "1X",
+            "",
+        ] {
+            let refused = refusals(&[never.to_string()], &[never.to_string()]);
+            assert_eq!(refused.len(), 1, "{never}");
+        }
+    }
+
+    #[test]
+    fn legacy_s3_names_fill_unset_aws_names_and_optional_keys_are_left_out() {
+        let keys = Keys {
+            s3_required: vec!["AWS_ACCESS_KEY_ID".into(), "AWS_SECRET_ACCESS_KEY".into()],
+            s3_optional: vec!["S3_BUCKET_NAME".into(), "S3_ENDPOINT_URL".into()],
+            extra: vec!["HF_TOKEN".into()],
+        };
+        let secret = credentials_secret(
+            "j-creds",
+            "ns",
+            &keys,
+            env(&[
+                ("ACCESS_KEY", "AKIAFAKE"),
+                ("AWS_SECRET_ACCESS_KEY", "fake-secret"),
+                ("SECRET_KEY", "ignored"),
+                ("HF_TOKEN", "hf_fake\nwith a newline"),
+                ("S3_BUCKET_NAME", "bucket"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            secret["stringData"],
+            json!({"AWS_ACCESS_KEY_ID": "AKIAFAKE", "AWS_SECRET_ACCESS_KEY": "fake-secret",
+                   "HF_TOKEN": "hf_fake\nwith a newline", "S3_BUCKET_NAME": "bucket"})
+        );
+        let missing = credentials_secret("j", "ns", &keys, env(&[("ACCESS_KEY", "a")]));
+        assert_eq!(
+            missing.unwrap_err(),
+            "AWS_SECRET_ACCESS_KEY is not set in the environment"
+        );
+    }
+
+    #[test]
+    fn the_pull_secret_is_a_docker_config_for_nvcr_io() {
+        assert!(ngc_pull_secret("j-ngc", "ns", env(&[])).unwrap().is_none());
+        let secret = ngc_pull_secret("j-ngc", "ns", env(&[("NGC_KEY", "nvapi-fake")]))
+            .unwrap()
+            .unwrap();
+        let config: Value =
+            serde_json::from_str(secret["stringData"][".dockerconfigjson"].as_str().unwrap())
+                .unwrap();
+        assert_eq!(config["auths"]["nvcr.io"]["password"], "nvapi-fake");
+        assert_eq!(secret["type"], "kubernetes.io/dockerconfigjson");
+    }
+}
