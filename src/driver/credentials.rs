@@ -29,9 +29,7 @@ pub fn extra_problem(name: &str) -> Option<String> {
             .bytes()
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
     if !upper {
-        return Some(format!(
-            "`{name}` is not an upper-case environment variable name ([A-Z_][A-Z0-9_]*)"
-        ));
+        return Some("not an upper-case environment variable name ([A-Z_][A-Z0-9_]*)".into());
     }
     if name == NGC_KEY {
         return Some(

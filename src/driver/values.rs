@@ -201,7 +201,8 @@ mod tests {
         for line in data.lines().filter(|l| !l.starts_with('#')) {
             let (name, _) = line.split_once('=').unwrap();
             assert!(
-                name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                name.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
                 "{name}"
             );
         }
