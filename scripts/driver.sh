@@ -1,14 +1,9 @@
 #!/usr/bin/env bash
-# job.sh: drives kubectl for one Kubernetes job that tao-k8s compiled. This program is the same
-# for every job; the job's values (names, namespace, GPU shape, claims, credential keys...) are
-# in job.env beside it, computed by tao-k8s and quoted. It holds the kubectl calls and their
-# order; every decision (the gates, who owns an object, what the Secrets hold, the state of a
-# Job) is tao-k8s's, from what kubectl returned. `job.sh help` lists the verbs and options.
-#
-# The driver touches only objects it created: each is created (never applied over what is
-# there), listed by uid in the job record, and deleted by a DELETE preconditioned on that uid.
-# Its own variables are lower case: the submitter's upper-case environment passes through
-# unchanged, and only the names the submitter allows reach the pod.
+# job.sh: drives kubectl for one Kubernetes job that tao-k8s compiled; the same program for
+# every job, its values in job.env beside it. It holds the kubectl calls and their order; every
+# decision is tao-k8s's, from what kubectl returned. It touches only objects it created (listed
+# by uid in the job record, deleted by a DELETE preconditioned on that uid). Its variables are
+# lower case: the submitter's environment passes through unchanged.
 set -euo pipefail
 umask 077
 
@@ -99,9 +94,8 @@ done
 [[ -z $index || $index =~ ^[0-9]{1,4}$ ]] || usage_error "--index must be a completion index, not $(shown "$index")"
 [[ -z $tail_lines || $tail_lines =~ ^(-1|[0-9]{1,9})$ ]] || usage_error "--tail must be a number of lines, not $(shown "$tail_lines")"
 
-# seconds NAME DEFAULT MIN MAX: the variable NAME as a whole number of seconds from MIN to
-# MAX, refused otherwise: a poll interval of 0 would poll without pause, and none may make a
-# wait unbounded.
+# seconds NAME DEFAULT MIN MAX VAR: NAME as whole seconds from MIN to MAX into VAR, or exit 2
+# (a poll interval of 0 would poll without pause; no wait may be unbounded).
 seconds() {
   local value=${!1:-$2}
   if ! [[ $value =~ ^[0-9]{1,7}$ ]] || [ "$((10#$value))" -lt "$3" ] || [ "$((10#$value))" -gt "$4" ]; then
@@ -120,13 +114,11 @@ tmpdir=$(mktemp -d)
 # What the gates read: kubectl's answers, gathered here (removed with tmpdir on exit).
 mkdir "$tmpdir/cluster"
 
-# What a submit must undo if it stops: created lists `KIND/NAME/UID` of the objects this run
-# created that no Job owns yet (deleted by their uids); record_open is 1 while this run's job
-# record is open and not yet bound to a Job that runs. reason is die's last message.
+# What a failed submit undoes: created (`KIND/NAME/UID` of what it made that no Job owns yet),
+# record_open (its record, not yet bound to a running Job); reason is die's last message.
 created=() record_open=0 reason=''
 
-# On every exit: a failed submit removes what it created and nothing owns, and marks its record
-# FAILED; then the temporary directory goes.
+# On every exit: a failed submit deletes what it created and marks its record FAILED.
 cleanup() {
   local code=$?
   trap - EXIT
@@ -150,8 +142,7 @@ note() { echo "tao-k8s: $*" >&2; }
 [ "$ns" = "$namespace" ] ||
   die "the manifest was rendered for namespace $namespace, not $(shown "$ns"): render it again with --namespace $(shown "$ns")"
 
-# Every kubectl call names the namespace, and the context unless kubectl runs on the pod's
-# service account.
+# Every kubectl call names the namespace, and the context unless on the pod's service account.
 k() {
   if [ "$in_cluster" = 1 ]; then
     kubectl --namespace "$ns" "$@"
@@ -160,9 +151,8 @@ k() {
   fi
 }
 
-# Run a command whose stderr is noise when it succeeds; when it fails, show the last lines
-# of its stderr (kubectl's own reason, such as a context that does not exist), without
-# control characters, and return its status.
+# Run a command whose stderr is noise when it succeeds; when it fails, show the end of it
+# (kubectl's own reason) without control characters.
 quiet() {
   local code=0
   "$@" 2>"$tmpdir/stderr" || code=$?
@@ -170,10 +160,8 @@ quiet() {
   return "$code"
 }
 
-# The tao-k8s this script runs (gates, records, objects): TAO_K8S_BIN, else the binary that
-# wrote the bundle if it is still there, else tao-k8s on PATH. It must be the version that
-# wrote the script, whose checks and record format the script relies on: checked before
-# anything else, so that no submit stops half-way for want of it.
+# The tao-k8s this script runs: TAO_K8S_BIN, else the binary that wrote the bundle if it is
+# still there, else tao-k8s on PATH; checked first to be the version that wrote the script.
 find_tao_k8s() {
   [ -z "$tao" ] || return 0
   local found
@@ -218,24 +206,12 @@ resolve_context() {
   where="context $(shown "$context")" probe_key=${context//\//_}
 }
 
-# Which cluster credentials kubectl uses, said once by preflight. The service account's
-# namespace file is read bounded and shown escaped.
-say_mode() {
-  if [ "$in_cluster" = 0 ]; then
-    note "kubeconfig $where, namespace $ns"
-    return
-  fi
-  local own=''
-  if [ -f "$sa_dir/namespace" ]; then own=$(head -c 253 "$sa_dir/namespace" 2>/dev/null) || true; fi
-  note "in-cluster: the pod's service account (namespace $(shown "${own:-unknown}")), namespace $ns"
-  [ -z "$own" ] || [ "$own" = "$ns" ] ||
-    note "the manifest's namespace $ns is not the service account's $(shown "$own"): the account needs rights there"
-}
-
 preflight() {
   find_tao_k8s
   resolve_context
-  say_mode
+  local mode=(--context "$context")
+  [ "$in_cluster" = 0 ] || mode=(--service-account "$sa_dir")
+  "$tao" driver mode --namespace "$ns" "${mode[@]}"
   quiet k get --raw /version >"$tmpdir/cluster/version.json" || die "the cluster of $where is not reachable"
   local kinds=(jobs) kind can
   [ -n "$service$probe_job" ] && kinds+=(services)
@@ -252,12 +228,9 @@ preflight() {
   [ "$gpus_per_node" -gt 0 ] || note "gpusPerNode is 0: GPU scheduling is not verified"
 }
 
-# The gates (an existing Job, who holds the bundle's names, the environment the submitter
-# lets out, the server version, the claims, where the pods fit, the GPU nodes' runtime) are
-# decided by `tao-k8s gate` from what kubectl returns, gathered into files here. Secrets are
-# read through `tao-k8s driver observe`, which keeps their keys and drops their values, so no
-# value is written anywhere. Nodes and the other namespaces' pods are cluster-wide: a service
-# account that may not list pods everywhere gets the fit on allocatable alone, with a warning.
+# The gates are decided by `tao-k8s gate` from kubectl's answers, gathered here; objects of the
+# bundle's names pass through `tao-k8s driver observe`, which drops a Secret's values before
+# anything is written. Without the pods of every namespace, the fit is on allocatable alone.
 gates() {
   local dir=$tmpdir/cluster code=0 kind name args=() key
   quiet k get nodes -o json >"$dir/nodes.json" || die "cannot list the nodes, which the fit gate needs"
@@ -323,8 +296,8 @@ wait_gone() {
 }
 
 # Issue the deletes tao-k8s listed (`PATH BODY KIND NAME UID` lines), each preconditioned on
-# the uid: an object already gone is fine, and so is a name another object holds now (it is
-# not touched). WAIT=1 waits for each Job to be gone. Fails on any other refusal.
+# the uid: an object gone, or whose name another object holds now (untouched), is fine. $2=1
+# waits for each Job to be gone.
 delete_listed() {
   local path body kind name uid failed=0
   while read -r path body kind name uid <&3; do
@@ -344,9 +317,8 @@ delete_listed() {
   return "$failed"
 }
 
-# Create the objects tao-k8s wrote (`FILE KIND NAME` lines), in order: each by `kubectl
-# create` (which fails on a name that exists), listed for rollback and in the job record by
-# the uid the server gave it before anything else can fail.
+# Create the objects tao-k8s wrote (`FILE KIND NAME` lines) in order, by `kubectl create`
+# (which fails on a name that exists); each uid is listed for rollback and in the job record.
 create_listed() {
   local file kind name uid
   while read -r file kind name <&3; do
@@ -422,8 +394,7 @@ submit() {
   preflight
   gates
   resources_gate
-  # decisions.env: replace_deletes (what --replace deletes: this bundle's own ended Job and
-  # leftovers, by uid) and named_secret_exists (the Secret the request names is used as is).
+  # decisions.env: replace_deletes (what --replace deletes, by uid) and named_secret_exists.
   local replace_deletes=() named_secret_exists=''
   # shellcheck source=/dev/null
   . "$tmpdir/decisions/decisions.env"
@@ -479,8 +450,7 @@ submit() {
   echo "$record_id $ns/$job"
 }
 
-# The record of this job: --record, else the one submit wrote beside the script; its Job's
-# namespace/name and uid (validated when the record is read).
+# The record of this job (--record, else the one submit wrote): its Job's namespace/name, uid.
 backend() {
   [ -n "$record_id" ] || record_id=$(head -c 64 "$record_file" 2>/dev/null) || die "no job record: submit first, or pass --record ID"
   record_id=${record_id%$'\n'}
@@ -496,19 +466,13 @@ read_job() {
     die "the Job $ns/$target cannot be read (deleted by job.sh cancel, or by its TTL after it ended?)"
 }
 
-# The pods of the record's Job: by its uid when the record has it, else by its name.
+# The pods of the record's Job: by its uid (by its name for a record without one).
 pod_selector() {
-  if [ -n "$target_uid" ]; then
-    printf 'batch.kubernetes.io/controller-uid=%s' "$target_uid"
-  else
-    printf 'batch.kubernetes.io/job-name=%s' "$target"
-  fi
+  if [ -n "$target_uid" ]; then echo "batch.kubernetes.io/controller-uid=$target_uid"; else echo "batch.kubernetes.io/job-name=$target"; fi
 }
 
-# The Job and one line per pod (index, phase, node, why it waits or ended, exit code,
-# OOMKilled, restarts, the scheduler's message), written by tao-k8s from kubectl's JSON. A Job
-# that ended closes its record, a failed one with the reason. A Job of the name that is not the
-# record's is said so, and nothing is touched.
+# The Job and one line per pod, written by tao-k8s from kubectl's JSON; a Job that ended closes
+# its record. A Job of the name that is not the record's is said so, and nothing is touched.
 status() {
   find_tao_k8s
   resolve_context
@@ -541,16 +505,13 @@ logs() {
   k logs -l "$labels" "${args[@]}"
 }
 
-# Delete what the job record created, each by its uid: the Job first (its pods go before it,
-# waited for at most five minutes), then what was attached to it. A name another object holds
-# now is not touched.
+# Delete what the job record created, each by its uid, the Job first (waited for at most five
+# minutes). A Job of the name that is not the record's (replaced) is said so: nothing is touched.
 cancel() {
   find_tao_k8s
   resolve_context
   backend
   local listed
-  # A Job of the name that is not the record's (it was replaced) is said so, and nothing is
-  # touched; a Job that is gone leaves what the record created, each deleted by its uid.
   quiet k get job "$target" -o json --ignore-not-found >"$tmpdir/cluster/job.json" ||
     die "cannot look for the Job $ns/$target"
   if [ -s "$tmpdir/cluster/job.json" ]; then

@@ -3047,5 +3047,5 @@ fn hostile_bytes_in_the_service_account_namespace_are_shown_escaped() {
     let run = s.run("healthy-cluster", &env, &["preflight"]);
     assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
     assert!(!run.stderr.contains('\r'), "{:?}", run.stderr);
-    run.assert_stderr("(namespace $'\\E[2J\\E[Hpreflight passed\\r')");
+    run.assert_stderr("(namespace \\u{1b}[2J\\u{1b}[Hpreflight passed\\r)");
 }

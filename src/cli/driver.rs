@@ -65,6 +65,17 @@ enum Step {
         job: String,
         job_uid: String,
     },
+    /// Say on stderr which cluster credentials kubectl uses: the kubeconfig context, or the
+    /// pod's service account (whose namespace file is read bounded and shown escaped).
+    Mode {
+        #[arg(long)]
+        namespace: String,
+        #[arg(long, conflicts_with = "service_account")]
+        context: Option<String>,
+        /// The service account's directory, in a pod without a kubeconfig.
+        #[arg(long, value_name = "DIR")]
+        service_account: Option<PathBuf>,
+    },
     /// Read an object as kubectl returned it on stdin; print what the gates may see of it (a
     /// Secret's values removed).
     Observe,
@@ -105,6 +116,17 @@ pub fn run(args: DriverArgs) -> ExitCode {
         } => deletes(record.as_deref(), &object, namespace.as_deref(), &out),
         Step::OwnerPatch { uid, job, job_uid } => {
             Ok(objects::owner_patch(&uid, &job, &job_uid) + "\n")
+        }
+        Step::Mode {
+            namespace,
+            context,
+            service_account,
+        } => {
+            eprint!(
+                "{}",
+                mode(&namespace, context.as_deref(), service_account.as_deref())
+            );
+            Ok(String::new())
         }
         Step::Observe => observe(),
         Step::KeptFields { manifest, answer } => return kept_fields(&manifest, &answer),
@@ -257,6 +279,46 @@ fn deletes(
         );
     }
     Ok(lines)
+}
+
+/// The lines `job.sh preflight` says about the credentials kubectl uses.
+fn mode(namespace: &str, context: Option<&str>, service_account: Option<&Path>) -> String {
+    use tao_k8s::gate::owners::shown;
+    let Some(dir) = service_account else {
+        let context = shown(context.unwrap_or_default());
+        return format!("tao-k8s: kubeconfig context {context}, namespace {namespace}\n");
+    };
+    // A namespace name is at most 63 bytes: read a little more, never the whole of what a
+    // link may point at.
+    let own = read_bounded(&dir.join("namespace"), 256).unwrap_or_default();
+    let own = own.trim_end_matches(['\n']);
+    let shown_own = if own.is_empty() {
+        "unknown".into()
+    } else {
+        shown(own)
+    };
+    let mut out = format!(
+        "tao-k8s: in-cluster: the pod's service account (namespace {shown_own}), namespace {namespace}\n"
+    );
+    if !own.is_empty() && own != namespace {
+        out += &format!(
+            "tao-k8s: the manifest's namespace {namespace} is not the service account's \
+             {shown_own}: the account needs rights there\n"
+        );
+    }
+    out
+}
+
+/// At most `limit` bytes of the regular file `path`, as text; `None` if it is not one.
+fn read_bounded(path: &Path, limit: u64) -> Option<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(limit).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn observe() -> Result<String, Refusal> {
