@@ -3049,3 +3049,36 @@ fn hostile_bytes_in_the_service_account_namespace_are_shown_escaped() {
     assert!(!run.stderr.contains('\r'), "{:?}", run.stderr);
     run.assert_stderr("(namespace \\u{1b}[2J\\u{1b}[Hpreflight passed\\r)");
 }
+
+/// What a job record keeps of a request has the record's limits, checked at render from the
+/// same table: a bundle that renders can always open its record.
+#[test]
+fn a_results_dir_over_the_record_limit_is_refused_at_render() {
+    let limit = tao_k8s::record::field_limit("resultsDir");
+    let dir = tempfile::tempdir().unwrap();
+    let original =
+        fs::read_to_string(Path::new(ROOT).join("fixtures/requests/valid/args-mode.yaml")).unwrap();
+    for (len, code) in [(limit, 0), (limit + 1, 1)] {
+        let results = format!("/results/{}", "r".repeat(len - "/results/".len()));
+        assert_eq!(results.len(), len);
+        let request = original.replace(
+            "resultsDir: /results/eval",
+            &format!("resultsDir: {results}"),
+        );
+        fs::write(dir.path().join("r.yaml"), &request).unwrap();
+        let r = tao(
+            &["render", dir.path().join("r.yaml").to_str().unwrap()],
+            dir.path(),
+        );
+        let stderr = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(code), "{len}: {stderr}");
+        if code == 1 {
+            assert!(
+                stderr.contains(&format!(
+                    "`spec.resultsDir` is {len} bytes long, over the {limit} bytes a job record keeps"
+                )),
+                "{stderr}"
+            );
+        }
+    }
+}
