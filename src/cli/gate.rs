@@ -5,15 +5,12 @@
 //! Job of the manifest's name, when it exists). Exit codes: 0 every gate passes (warnings
 //! included), 1 a gate refuses, 2 usage or a file that cannot be read.
 
-use super::{USAGE, emit, read_source};
+use super::{USAGE, emit, input, read_source};
 use clap::{Args, ValueEnum};
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tao_k8s::gate::{self, Cluster, Options, Workload, objects};
-
-/// The largest file of DIR read: the pods of a large cluster run to tens of megabytes.
-const MAX_CLUSTER_FILE: u64 = 512 << 20;
 
 /// Decide the driver's gates from the manifest and what kubectl returned.
 #[derive(Args)]
@@ -94,6 +91,12 @@ fn decide(args: &GateArgs) -> Result<(Vec<gate::Verdict>, bool), String> {
             dir.display()
         )
     })?;
+    if let Some(name) = objects::repeated_node(&nodes.items) {
+        return Err(format!(
+            "{}: node `{name}` is listed twice: expected each node once, as `kubectl get nodes -o json` lists them",
+            dir.join("nodes.json").display()
+        ));
+    }
     let cluster = Cluster {
         nodes: nodes.items,
         pods: read::<objects::List<objects::Pod>>(dir, "pods.json")?.map(|l| l.items),
@@ -115,29 +118,21 @@ fn decide(args: &GateArgs) -> Result<(Vec<gate::Verdict>, bool), String> {
     Ok((verdicts, refused))
 }
 
-/// `dir/name` as JSON, `None` when there is no such file.
+/// `dir/name` as JSON, `None` when there is no such file: read as a stream (never held whole)
+/// into the few fields the gates use.
 fn read<T: DeserializeOwned>(dir: &Path, name: &str) -> Result<Option<T>, String> {
-    use std::io::Read;
     let path = dir.join(name);
-    let file = match std::fs::File::open(&path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    let Some(stream) = input::stream_if_present(&path, input::Kind::Cluster)
+        .map_err(|e| e.message().to_string())?
+    else {
+        return Ok(None);
     };
-    let mut bytes = Vec::new();
-    file.take(MAX_CLUSTER_FILE + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if bytes.len() as u64 > MAX_CLUSTER_FILE {
-        return Err(format!(
-            "{} is larger than {MAX_CLUSTER_FILE} bytes",
-            path.display()
-        ));
-    }
-    let mut de = serde_json::Deserializer::from_slice(&bytes);
-    serde_path_to_error::deserialize(&mut de)
-        .map(Some)
-        .map_err(|e| format!("{}: not what kubectl returns: {e}", path.display()))
+    let mut de = serde_json::Deserializer::from_reader(stream);
+    let value = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| format!("{}: not what kubectl returns: {e}", path.display()))?;
+    de.end()
+        .map_err(|e| format!("{}: not what kubectl returns: {e}", path.display()))?;
+    Ok(Some(value))
 }
 
 /// The job record bound to `backend` (`namespace/name`): the newest of them.

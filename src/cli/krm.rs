@@ -62,6 +62,19 @@ pub(crate) fn run(
         .map_or(&[], Vec::as_slice);
     let mut output: Vec<Item> = Vec::new();
     for (index, item) in items.iter().enumerate() {
+        if let Err(why) = object_shape(item) {
+            // Passed through as it came, and the run fails: an orchestrator would choke on it.
+            results.push(json!({
+                "message": format!("items[{index}] is not a Kubernetes object: {why}"),
+                "severity": "error",
+                "field": {"path": format!("items[{index}]")},
+            }));
+            output.push(Item {
+                text: texts.get(index).cloned().unwrap_or_else(|| yaml_json(item)),
+                object: item.clone(),
+            });
+            continue;
+        }
         if lint || !is_request(item) {
             if lint {
                 results.extend(lint_item(item, index, templates));
@@ -74,6 +87,9 @@ pub(crate) fn run(
         }
         let (source, file) = request_source(item, index);
         let mut opts = opts.clone();
+        // The annotation says where the item came from, but it is part of the input: the files
+        // a request names stay inside the working directory (or --spec-root) wherever it
+        // points.
         let base = file
             .as_ref()
             .and_then(|f| Path::new(&f.0).parent().map(Path::to_path_buf))
@@ -81,7 +97,10 @@ pub(crate) fn run(
             .unwrap_or_else(|| PathBuf::from("."));
         let root = spec_root.clone();
         opts.read_spec = Some(SpecReader::new(move |name| {
-            read_named(&base, name, root.as_deref())
+            let roots: Vec<&Path> = std::iter::once(Path::new("."))
+                .chain(root.as_deref())
+                .collect();
+            read_named(&base, name, &roots)
         }));
         let redactor = redactor_for(&source);
         match tao_k8s::compile(&source, &opts, templates) {
@@ -277,12 +296,25 @@ struct Item {
 /// Options from `functionConfig.data` (a ConfigMap): `namespace` and `kubeVersion`.
 fn options(list: &Map<String, Json>) -> Result<Options, String> {
     let mut opts = super::options(None);
-    let Some(data) = list
-        .get("functionConfig")
-        .and_then(|c| c.get("data"))
-        .and_then(Json::as_object)
-    else {
-        return Ok(opts);
+    let config = match list.get("functionConfig") {
+        None | Some(Json::Null) => return Ok(opts),
+        Some(Json::Object(config)) => config,
+        Some(other) => {
+            return Err(format!(
+                "functionConfig is {}: expected a ConfigMap (a mapping)",
+                kind_of(other)
+            ));
+        }
+    };
+    let data = match config.get("data") {
+        None | Some(Json::Null) => return Ok(opts),
+        Some(Json::Object(data)) => data,
+        Some(other) => {
+            return Err(format!(
+                "functionConfig.data is {}: expected a mapping of strings",
+                kind_of(other)
+            ));
+        }
     };
     for (key, value) in data {
         let text = value
@@ -314,6 +346,34 @@ fn options(list: &Map<String, Json>) -> Result<Options, String> {
         }
     }
     Ok(opts)
+}
+
+/// Why an item is not an object an orchestrator handles: a mapping with a string
+/// `apiVersion` and `kind`.
+fn object_shape(item: &Json) -> Result<(), String> {
+    let Json::Object(map) = item else {
+        return Err(format!("expected a mapping, found {}", kind_of(item)));
+    };
+    for key in ["apiVersion", "kind"] {
+        match map.get(key) {
+            Some(Json::String(s)) if !s.is_empty() => {}
+            Some(other) => return Err(format!("`{key}` is {}, not a string", kind_of(other))),
+            None => return Err(format!("no `{key}`")),
+        }
+    }
+    Ok(())
+}
+
+/// A JSON value's type, as a message names it.
+fn kind_of(value: &Json) -> &'static str {
+    match value {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "a list",
+        Json::Object(_) => "a mapping",
+    }
 }
 
 fn is_request(item: &Json) -> bool {

@@ -4,10 +4,9 @@
 //! diagnostic; nothing is printed or written unless every request compiled (or
 //! `--keep-going`: the good ones, and still exit 1).
 
+use super::input::{self, create_dir, stays_inside};
 use super::report::Reporter;
-use super::{
-    Format, REFUSED, USAGE, emit, io_reason, make_executable, read_named, read_source, write_atomic,
-};
+use super::{Format, REFUSED, USAGE, emit, make_executable, read_named, read_source, write_atomic};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -60,13 +59,9 @@ impl Requests {
         for arg in args {
             if arg.as_os_str() != "-" && arg.is_dir() {
                 folder = true;
-                let entries = std::fs::read_dir(arg)
-                    .map_err(|e| format!("cannot read `{}`: {}", arg.display(), io_reason(&e)))?;
                 let mut found = Vec::new();
-                for entry in entries {
-                    let path = entry
-                        .map_err(|e| format!("cannot read `{}`: {}", arg.display(), io_reason(&e)))?
-                        .path();
+                // A link that leaves the folder is refused: its target is not the folder's.
+                for path in input::list(arg, true)? {
                     let request = path
                         .extension()
                         .is_some_and(|x| x == "yaml" || x == "yml" || x == "json");
@@ -80,7 +75,6 @@ impl Requests {
                         arg.display()
                     ));
                 }
-                found.sort();
                 paths.extend(found);
             } else {
                 paths.push(arg.clone());
@@ -110,7 +104,7 @@ impl Requests {
         let mut seen: BTreeMap<String, &Path> = BTreeMap::new();
         let mut out = Vec::new();
         for path in &self.paths {
-            let stem = stem(path);
+            let stem = checked_stem(path, dir)?;
             if let Some(other) = seen.insert(stem.clone(), path) {
                 return Err(format!(
                     "`{}` and `{}` would both be written to `{}`: rename one",
@@ -142,7 +136,10 @@ pub(crate) fn read_request(
     };
     let root = files.spec_root.clone();
     opts.read_spec = Some(SpecReader::new(move |name| {
-        read_named(&base, name, root.as_deref())
+        let roots: Vec<&Path> = std::iter::once(base.as_path())
+            .chain(root.as_deref())
+            .collect();
+        read_named(&base, name, &roots)
     }));
     if let Some(staged) = &files.staged_config {
         let staged = read_source(staged).map_err(|e| e.report(out))?;
@@ -466,11 +463,6 @@ fn write_bundle(out: &Reporter, dir: &Path, bundle: &Bundle, map: &str) -> ExitC
     }
 }
 
-fn create_dir(dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("cannot create `{}`: {}", dir.display(), io_reason(&e)))
-}
-
 /// The verified objects of every request as one YAML stream, or as JSON: one object, or a
 /// `v1` List when there are several or `many` requests were asked for (a folder of one request
 /// still gives a List, so that a pipeline reads one shape).
@@ -491,13 +483,8 @@ fn manifests(compiled: &[&Compiled], format: Format, many: bool) -> String {
 
 /// Every `*.j2` file of a directory, by file name.
 fn template_files(dir: &Path) -> Result<Vec<(String, String)>, String> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read `{}`: {}", dir.display(), io_reason(&e)))?;
     let mut files = Vec::new();
-    for entry in entries {
-        let path = entry
-            .map_err(|e| format!("cannot read `{}`: {}", dir.display(), io_reason(&e)))?
-            .path();
+    for path in input::list(dir, false)? {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
@@ -520,4 +507,18 @@ pub(crate) fn stem(path: &Path) -> String {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     }
+}
+
+/// [`stem`], as the name of a file or folder written under `dir`: `.`, `..` or nothing (a
+/// request file named `...yaml`, say) would write outside it, and is refused.
+pub(crate) fn checked_stem(path: &Path, dir: &Path) -> Result<String, String> {
+    let stem = stem(path);
+    if stem.is_empty() || !stays_inside(Path::new(&stem)) || stem == "." {
+        return Err(format!(
+            "`{}` would be written under `{}` as `{stem}`, which is not a name inside it: rename it",
+            path.display(),
+            dir.display()
+        ));
+    }
+    Ok(stem)
 }
