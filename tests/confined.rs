@@ -309,3 +309,23 @@ fn lint_walks_each_folder_once_however_many_links_lead_to_it() {
     let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(json["summary"]["files"], 1, "{}", run.stdout);
 }
+
+/// A node listed twice in nodes.json would count twice: refused, naming it.
+#[test]
+fn gate_refuses_a_node_listed_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let example = format!("{ROOT}/examples/dino-train.yaml");
+    let rendered = tao(d, &["render", &example], "");
+    std::fs::write(d.join("manifest.yaml"), rendered.stdout).unwrap();
+    std::fs::create_dir_all(d.join("cluster")).unwrap();
+    let node = serde_json::json!({
+        "metadata": {"name": "gpu-1"},
+        "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"},
+                   "conditions": [{"type": "Ready", "status": "True"}]},
+    });
+    let nodes = serde_json::json!({"items": [node.clone(), node]});
+    std::fs::write(d.join("cluster/nodes.json"), nodes.to_string()).unwrap();
+    tao(d, &["gate", "manifest.yaml", "--cluster", "cluster"], "")
+        .refused(2, &["cluster/nodes.json: node `gpu-1` is listed twice"]);
+}

@@ -137,14 +137,14 @@ unless every request compiles and every object passes its strict schema (or, wit
         #[arg(long, value_name = "DIR")]
         spec_root: Option<PathBuf>,
     },
-    /// Name the fields of MANIFEST that the API server's answer (`kubectl apply
-    /// --dry-run=server -o json`) dropped; exit 1 if any. Used by the driver script.
     /// Decide the driver's gates (existing Job, server version, claims, where the pods fit)
     /// from the manifest and what kubectl returned. Used by the driver script.
     Gate(gate::GateArgs),
     /// The status of a Job and its pods, from what kubectl returned. Used by the driver script.
     #[command(hide = true)]
     JobStatus(gate::StatusArgs),
+    /// Name the fields of MANIFEST that the API server's answer (`kubectl apply
+    /// --dry-run=server -o json`) dropped; exit 1 if any. Used by the driver script.
     #[command(hide = true)]
     KeptFields { manifest: PathBuf, answer: PathBuf },
     /// Print a docker config (`.dockerconfigjson`) for one registry, the password read from
