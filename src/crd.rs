@@ -20,7 +20,7 @@ use crate::yaml::{self, Node, Step, Value};
 use jsonschema::Validator;
 use serde_json::{Map, Value as Json, json};
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The custom kinds of a set of CRDs, by `apiVersion` and kind.
 #[derive(Default)]
@@ -36,10 +36,11 @@ struct Kind {
     kind: String,
     /// The CRD's `metadata.name` (`plural.group`), for messages.
     crd: String,
-    /// The strict JSON Schema; `None` when the version declares no schema.
-    schema: Option<Json>,
+    /// The strict JSON Schema; `None` when the version declares no schema. Versions of one
+    /// CRD with the same schema share it, and its validator.
+    schema: Option<Arc<Json>>,
     /// Compiled on first use; `Err` holds why the schema does not compile.
-    validator: OnceLock<Result<Validator<Tree>, String>>,
+    validator: Arc<OnceLock<Result<Validator<Tree>, String>>>,
 }
 
 impl std::fmt::Debug for Catalogue {
@@ -148,7 +149,14 @@ impl Catalogue {
                     (span, format!("CustomResourceDefinition `{name}`: {why}"))
                 })?;
             }
-            let schema = node.map(|s| strict(s.to_json()));
+            let schema = node.map(|s| Arc::new(strict(s.to_json())));
+            // The versions of a CRD mostly repeat one schema: kept (and compiled) once.
+            let (schema, validator) = match self.kinds.last() {
+                Some(last) if last.crd == name && last.schema == schema => {
+                    (last.schema.clone(), last.validator.clone())
+                }
+                _ => (schema, Arc::default()),
+            };
             let api_version = format!("{group}/{v}");
             let key = (api_version, kind.clone());
             if let Some(same) = self.index.get(&key).map(|&i| &self.kinds[i]) {
@@ -170,7 +178,7 @@ impl Catalogue {
                 kind: key.1,
                 crd: name.clone(),
                 schema,
-                validator: OnceLock::new(),
+                validator,
             });
         }
         Ok(())
