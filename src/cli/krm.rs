@@ -309,25 +309,21 @@ struct Item {
 /// Options from `functionConfig.data` (a ConfigMap): `namespace` and `kubeVersion`.
 fn options(list: &Map<String, Json>) -> Result<Options, String> {
     let mut opts = super::options(None);
-    let config = match list.get("functionConfig") {
-        None | Some(Json::Null) => return Ok(opts),
-        Some(Json::Object(config)) => config,
-        Some(other) => {
-            return Err(format!(
-                "functionConfig is {}: expected a ConfigMap (a mapping)",
-                kind_of(other)
-            ));
-        }
+    let Some(config) = mapping(
+        list.get("functionConfig"),
+        "functionConfig",
+        "a ConfigMap (a mapping)",
+    )?
+    else {
+        return Ok(opts);
     };
-    let data = match config.get("data") {
-        None | Some(Json::Null) => return Ok(opts),
-        Some(Json::Object(data)) => data,
-        Some(other) => {
-            return Err(format!(
-                "functionConfig.data is {}: expected a mapping of strings",
-                kind_of(other)
-            ));
-        }
+    let Some(data) = mapping(
+        config.get("data"),
+        "functionConfig.data",
+        "a mapping of strings",
+    )?
+    else {
+        return Ok(opts);
     };
     for (key, value) in data {
         let text = value
@@ -375,6 +371,20 @@ fn object_shape(item: &Json) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `value` as a mapping, `None` when it is absent or null; anything else is refused, naming
+/// `what` and what was `expected`.
+fn mapping<'a>(
+    value: Option<&'a Json>,
+    what: &str,
+    expected: &str,
+) -> Result<Option<&'a Map<String, Json>>, String> {
+    match value {
+        None | Some(Json::Null) => Ok(None),
+        Some(Json::Object(map)) => Ok(Some(map)),
+        Some(other) => Err(format!("{what} is {}: expected {expected}", kind_of(other))),
+    }
 }
 
 /// A JSON value's type, as a message names it.

@@ -331,15 +331,15 @@ pub fn requirement(r: &Requirement, value: Option<&str>) -> bool {
     }
 }
 
+/// What `allocatable` leaves of resource `k` once `used` is taken (saturating).
+fn free(allocatable: &Amounts, used: &Amounts, k: &str) -> i128 {
+    let have = allocatable.get(k).copied().unwrap_or(0);
+    have.saturating_sub(used.get(k).copied().unwrap_or(0))
+}
+
 /// How many copies of `requests` fit in `allocatable` minus `used`, with one pod slot each.
 fn copies(requests: &Amounts, allocatable: &Amounts, used: &Amounts) -> u64 {
-    let free = |k: &str| {
-        allocatable
-            .get(k)
-            .copied()
-            .unwrap_or(0)
-            .saturating_sub(used.get(k).copied().unwrap_or(0))
-    };
+    let free = |k: &str| free(allocatable, used, k);
     let slots = if allocatable.contains_key(PODS) {
         (free(PODS) / 1000).max(0)
     } else {
@@ -384,13 +384,7 @@ fn shortest(requests: &Amounts, allocatable: &Amounts, used: &Amounts) -> (Strin
         .map(|(k, v)| (k.as_str(), *v))
         .collect();
     all.push((PODS, 1000));
-    let free = |k: &str| {
-        allocatable
-            .get(k)
-            .copied()
-            .unwrap_or(0)
-            .saturating_sub(used.get(k).copied().unwrap_or(0))
-    };
+    let free = |k: &str| free(allocatable, used, k);
     let (name, _) = all
         .into_iter()
         .min_by_key(|(k, need)| free(k) / need)
