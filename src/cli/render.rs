@@ -206,13 +206,29 @@ pub(crate) fn report_refusal(out: &Reporter, source: &Source, failure: Failure, 
 enum Product {
     Compiled(Box<Compiled>),
     Bundle(Box<Bundle>),
+    /// What `render` prints of it, all that is kept once it is checked: its YAML stream (or
+    /// its objects, for `-o json`).
+    Printed {
+        yaml: String,
+        objects: Vec<serde_json::Value>,
+    },
 }
 
 impl Product {
-    fn job(&self) -> &Compiled {
+    /// The Job's compilation (`None` once only what is printed is kept).
+    fn job(&self) -> Option<&Compiled> {
         match self {
-            Product::Compiled(c) => c,
-            Product::Bundle(b) => &b.job,
+            Product::Compiled(c) => Some(c),
+            Product::Bundle(b) => Some(&b.job),
+            Product::Printed { .. } => None,
+        }
+    }
+
+    /// The YAML stream and the objects `render` prints.
+    fn printed(&self) -> (&str, &[serde_json::Value]) {
+        match self {
+            Product::Printed { yaml, objects } => (yaml, objects),
+            _ => self.job().map_or(("", &[]), |c| (&c.yaml, &c.objects)),
         }
     }
 
@@ -220,9 +236,9 @@ impl Product {
     fn objects(&self) -> impl Iterator<Item = &serde_json::Value> {
         let probe = match self {
             Product::Bundle(b) => b.probe.as_ref().map(|p| p.objects.as_slice()),
-            Product::Compiled(_) => None,
+            _ => None,
         };
-        self.job().objects.iter().chain(probe.unwrap_or_default())
+        self.printed().1.iter().chain(probe.unwrap_or_default())
     }
 }
 
@@ -242,11 +258,11 @@ impl Done {
             self.map = String::new();
         }
         if let Product::Compiled(c) = &mut self.product {
-            c.warnings = Vec::new();
-            match format {
-                Format::Yaml => c.objects = Vec::new(),
-                Format::Json => c.yaml = String::new(),
-            }
+            let (yaml, objects) = match format {
+                Format::Yaml => (std::mem::take(&mut c.yaml), Vec::new()),
+                Format::Json => (String::new(), std::mem::take(&mut c.objects)),
+            };
+            self.product = Product::Printed { yaml, objects };
         }
     }
 }
@@ -306,7 +322,11 @@ pub(crate) fn render(
                 continue;
             }
         };
-        let compiled = product.job();
+        let Some(compiled) = product.job() else {
+            // Only a product already kept for printing lacks it; a fresh one never does.
+            done.push(None);
+            continue;
+        };
         out.diagnostics(Some(&source), &compiled.warnings);
         for note in &compiled.plan.notes {
             if requests.many {
@@ -414,14 +434,16 @@ fn deliver(
     }
     match output {
         Output::Manifests(format) => {
-            let compiled: Vec<&Compiled> = good().map(|d| d.product.job()).collect();
-            emit(&manifests(&compiled, format, many))
+            let printed: Vec<_> = good().map(|d| d.product.printed()).collect();
+            emit(&manifests(&printed, format, many))
         }
         Output::Stage(dir) => {
             let Some(d) = good().next() else {
                 return ExitCode::from(REFUSED);
             };
-            let plan = &d.product.job().plan;
+            let Some(plan) = d.product.job().map(|c| &c.plan) else {
+                return ExitCode::from(REFUSED);
+            };
             let spec = plan.config_map.as_ref().map(|cm| cm.data.as_str());
             let written = create_dir(&dir)
                 .and_then(|()| write_atomic(&dir.join("staging-map.json"), &d.map))
@@ -488,12 +510,12 @@ fn write_bundle(out: &Reporter, dir: &Path, bundle: &Bundle, map: &str) -> ExitC
 /// The verified objects of every request as one YAML stream, or as JSON: one object, or a
 /// `v1` List when there are several or `many` requests were asked for (a folder of one request
 /// still gives a List, so that a pipeline reads one shape).
-fn manifests(compiled: &[&Compiled], format: Format, many: bool) -> String {
+fn manifests(printed: &[(&str, &[serde_json::Value])], format: Format, many: bool) -> String {
     match format {
-        Format::Yaml => compiled.iter().map(|c| c.yaml.as_str()).collect(),
+        Format::Yaml => printed.iter().map(|(yaml, _)| *yaml).collect(),
         Format::Json => {
             let objects: Vec<&serde_json::Value> =
-                compiled.iter().flat_map(|c| &c.objects).collect();
+                printed.iter().flat_map(|(_, objects)| *objects).collect();
             let value = match objects.as_slice() {
                 [one] if !many => (*one).clone(),
                 many => serde_json::json!({"apiVersion": "v1", "kind": "List", "items": many}),
