@@ -8,6 +8,10 @@
 //! into the JSON Schema (draft 4, whose `exclusiveMinimum` is OpenAPI 3.0's) that admits the same
 //! objects and refuses unknown fields, and compiled the first time an object of its kind is met.
 //! CEL rules (`x-kubernetes-validations`) and list types are not checked.
+//!
+//! A `pattern` is a regular expression of Go's `regexp` (RE2), as the API server reads it, not
+//! ECMAScript's: it is matched by the `regex` crate (RE2's syntax and linear time), and one that
+//! does not compile makes its CRD unreadable, once, at its place in the CRD.
 
 use crate::lint::{Document, Finding};
 use crate::schema::Tree;
@@ -15,12 +19,15 @@ use crate::source::Source;
 use crate::yaml::{self, Node, Step, Value};
 use jsonschema::Validator;
 use serde_json::{Map, Value as Json, json};
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 /// The custom kinds of a set of CRDs, by `apiVersion` and kind.
 #[derive(Default)]
 pub struct Catalogue {
     kinds: Vec<Kind>,
+    /// Where each (`apiVersion`, kind) is in `kinds`.
+    index: HashMap<(String, String), usize>,
 }
 
 struct Kind {
@@ -29,10 +36,11 @@ struct Kind {
     kind: String,
     /// The CRD's `metadata.name` (`plural.group`), for messages.
     crd: String,
-    /// The strict JSON Schema; `None` when the version declares no schema.
-    schema: Option<Json>,
+    /// The strict JSON Schema; `None` when the version declares no schema. Versions of one
+    /// CRD with the same schema share it, and its validator.
+    schema: Option<Arc<Json>>,
     /// Compiled on first use; `Err` holds why the schema does not compile.
-    validator: OnceLock<Result<Validator<Tree>, String>>,
+    validator: Arc<OnceLock<Result<Validator<Tree>, String>>>,
 }
 
 impl std::fmt::Debug for Catalogue {
@@ -135,34 +143,42 @@ impl Catalogue {
                     format!("a version of CustomResourceDefinition `{name}` has no `name`"),
                 )
             })?;
-            let schema = version
-                .get("schema")
-                .and_then(|s| s.get("openAPIV3Schema"))
-                .map(|s| strict(s.to_json()));
+            let node = version.get("schema").and_then(|s| s.get("openAPIV3Schema"));
+            if let Some(node) = node {
+                patterns(node, &mut format!("openAPIV3Schema of {v}")).map_err(|(span, why)| {
+                    (span, format!("CustomResourceDefinition `{name}`: {why}"))
+                })?;
+            }
+            let schema = node.map(|s| Arc::new(strict(s.to_json())));
+            // The versions of a CRD mostly repeat one schema: kept (and compiled) once.
+            let (schema, validator) = match self.kinds.last() {
+                Some(last) if last.crd == name && last.schema == schema => {
+                    (last.schema.clone(), last.validator.clone())
+                }
+                _ => (schema, Arc::default()),
+            };
             let api_version = format!("{group}/{v}");
-            if let Some(same) = self
-                .kinds
-                .iter()
-                .find(|k| k.api_version == api_version && k.kind == kind)
-            {
+            let key = (api_version, kind.clone());
+            if let Some(same) = self.index.get(&key).map(|&i| &self.kinds[i]) {
                 if same.schema != schema {
                     return Err((
                         version.span.clone(),
                         format!(
-                            "{api_version} {kind} is defined twice, with different schemas \
+                            "{} {kind} is defined twice, with different schemas \
                              (CustomResourceDefinition `{}` and `{name}`)",
-                            same.crd
+                            key.0, same.crd
                         ),
                     ));
                 }
                 continue;
             }
+            self.index.insert(key.clone(), self.kinds.len());
             self.kinds.push(Kind {
-                api_version,
-                kind: kind.clone(),
+                api_version: key.0,
+                kind: key.1,
                 crd: name.clone(),
                 schema,
-                validator: OnceLock::new(),
+                validator,
             });
         }
         Ok(())
@@ -171,11 +187,8 @@ impl Catalogue {
     /// Check an object against its CRD.
     pub fn check(&self, doc: &Document) -> Verdict {
         let group = doc.api_version.rsplit_once('/').map(|(g, _)| g);
-        let Some(kind) = self
-            .kinds
-            .iter()
-            .find(|k| k.api_version == doc.api_version && k.kind == doc.kind)
-        else {
+        let key = (doc.api_version.to_string(), doc.kind.to_string());
+        let Some(kind) = self.index.get(&key).map(|&i| &self.kinds[i]) else {
             // The CRD is known, the version is not: the API server has no such resource.
             let served: Vec<&str> = self
                 .kinds
@@ -210,6 +223,7 @@ impl Catalogue {
         let validator = kind.validator.get_or_init(|| {
             jsonschema::options_for::<Tree>()
                 .with_draft(jsonschema::Draft::Draft4)
+                .with_keyword(PATTERN, pattern_keyword)
                 .build(schema)
                 .map_err(|e| e.to_string())
         });
@@ -237,6 +251,112 @@ impl Catalogue {
                 .collect(),
         )
     }
+}
+
+/// Every `pattern` of a schema compiles as RE2 does; `Err` is the first that does not, at its
+/// place. `path` names the node (`openAPIV3Schema of v1.properties.spec`...). Values that are
+/// data, not schemas (`enum`, `default`, `example`, CEL rules), are not looked into.
+fn patterns(node: &Node, path: &mut String) -> Result<(), (crate::source::Span, String)> {
+    match &node.value {
+        Value::Map(entries) => {
+            for (key, value) in entries {
+                let Value::Str(key) = &key.value else {
+                    continue;
+                };
+                if matches!(
+                    key.as_str(),
+                    "enum" | "default" | "example" | "x-kubernetes-validations"
+                ) {
+                    continue;
+                }
+                let len = path.len();
+                path.push('.');
+                path.push_str(key);
+                if key == "pattern"
+                    && let Value::Str(pattern) = &value.value
+                    && let Err(e) = compile_pattern(pattern)
+                {
+                    return Err((
+                        value.span.clone(),
+                        format!(
+                            "{path} `{pattern}` is not a regular expression the API server \
+                             reads (Go's RE2 syntax): {e}"
+                        ),
+                    ));
+                }
+                patterns(value, path)?;
+                path.truncate(len);
+            }
+        }
+        Value::Seq(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                patterns(item, path)?;
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A CRD's `pattern` as Go's `regexp.Compile` reads it: RE2 syntax, unanchored, matched in
+/// linear time. The error is the last line of the `regex` crate's (what is wrong).
+fn compile_pattern(pattern: &str) -> Result<regex::Regex, String> {
+    regex::Regex::new(pattern).map_err(|e| {
+        let text = e.to_string();
+        let last = text.lines().rev().find(|l| !l.trim().is_empty());
+        let last = last.unwrap_or("not a regular expression").trim();
+        last.strip_prefix("error: ").unwrap_or(last).to_string()
+    })
+}
+
+/// `pattern`, matched by [`compile_pattern`]'s regex in place of jsonschema's ECMAScript
+/// engine (which backtracks, and reads `(?i)` or `\z` as errors).
+struct Pattern {
+    regex: regex::Regex,
+    text: String,
+}
+
+impl<'i, F: jsonschema::json::Json> jsonschema::Keyword<'i, F> for Pattern {
+    fn validate(&self, instance: F::Node<'i>) -> Result<(), jsonschema::ValidationError<'i>> {
+        if jsonschema::Keyword::<F>::is_valid(self, instance) {
+            Ok(())
+        } else {
+            Err(jsonschema::ValidationError::custom(format!(
+                "value does not match \"{}\"",
+                self.text
+            )))
+        }
+    }
+
+    fn is_valid(&self, instance: F::Node<'i>) -> bool {
+        use jsonschema::json::Node as _;
+        instance
+            .as_string()
+            .is_none_or(|text| self.regex.is_match(&text))
+    }
+}
+
+type KeywordResult<'a, F> =
+    Result<Box<dyn for<'i> jsonschema::Keyword<'i, F>>, jsonschema::ValidationError<'a>>;
+
+fn pattern_keyword<'a, F: jsonschema::json::Json + 'static>(
+    _parent: &'a Map<String, Json>,
+    value: &'a Json,
+    _location: jsonschema::paths::Location,
+) -> KeywordResult<'a, F> {
+    let Json::String(text) = value else {
+        return Err(jsonschema::ValidationError::custom(
+            "`pattern` is not a string",
+        ));
+    };
+    let regex = compile_pattern(text).map_err(jsonschema::ValidationError::custom)?;
+    Ok(Box::new(Pattern {
+        regex,
+        text: text.clone(),
+    }))
 }
 
 fn at(source: &Source, offset: usize, why: &str) -> String {
@@ -377,8 +497,16 @@ fn value_validation(schema: &mut Json) {
     }
 }
 
-/// OpenAPI's `nullable` and Kubernetes' int-or-string, in JSON Schema's words.
+/// The keyword a CRD's `pattern` becomes in the strict schema: matched by [`Pattern`], with
+/// RE2's syntax (JSON Schema's `pattern` is ECMAScript's, and its meta-schema refuses `(?i)`).
+const PATTERN: &str = "x-tao-k8s-re2-pattern";
+
+/// OpenAPI's `nullable` and Kubernetes' int-or-string, in JSON Schema's words, and `pattern`
+/// as [`PATTERN`].
 fn openapi_to_json_schema(map: &mut Map<String, Json>) {
+    if let Some(pattern) = map.remove("pattern") {
+        map.insert(PATTERN.into(), pattern);
+    }
     if map.remove("nullable") == Some(Json::Bool(true)) {
         if let Some(Json::String(t)) = map.get("type") {
             let t = t.clone();

@@ -36,9 +36,13 @@ pub struct Rendered {
     pub text: String,
 }
 
-/// Instructions one render may run: far more than the embedded templates need (every
-/// fixture renders under it, 1,000 nodes included), far less than a runaway loop takes.
-const MAX_FUEL: u64 = 10_000_000;
+/// Fuel of one render: an instruction costs one, a byte written or built 1/64 (an operator
+/// such as `~` builds a value only if the fuel left could pay for it). 2^19 is 524,288
+/// instructions, thirty times what the largest embedded render takes (1,000 nodes with the
+/// probe run under 16,384), and values of at most 32 MiB, twice [`MAX_OUTPUT`] so that the
+/// output's own limit is met first. At 10,000,000 one operator could build 640 MB: seven `~` of
+/// eight copies each took 780 MB.
+const MAX_FUEL: u64 = 1 << 19;
 /// Bytes one template may write: as much as any input may hold.
 const MAX_OUTPUT: usize = crate::source::DEFAULT_MAX_INPUT as usize;
 
@@ -106,6 +110,7 @@ impl Templates {
             }
             _ => minijinja::escape_formatter(out, state, value),
         });
+        budget::install(&mut env);
         for (name, text) in EMBEDDED {
             if !overrides.iter().any(|(n, _)| n == name) {
                 env.add_template(name, text).map_err(template_error)?;
@@ -138,6 +143,125 @@ impl Templates {
             template: name.to_string(),
             text,
         })
+    }
+}
+
+/// A byte budget on the values a template builds, beside fuel: fuel bounds the instructions
+/// run, and lets one instruction build as much as the fuel left could pay for (hundreds of
+/// megabytes), so that seven `join`s of eight copies each reach gigabytes. The filters whose
+/// result can outgrow their input many times over (`join`, `format`, `replace`) check the size
+/// of what they would build first, and refuse a value over [`MAX_OUTPUT`] bytes, the most a
+/// template may write.
+mod budget {
+    use super::MAX_OUTPUT;
+    use minijinja::value::{Kwargs, Rest, StringInput, ValueOrKwargs};
+    use minijinja::{Environment, Error, ErrorKind, State, Value};
+
+    fn too_large(filter: &str) -> Error {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            format!("`{filter}` would build a value of more than {MAX_OUTPUT} bytes"),
+        )
+    }
+
+    /// Bytes a value takes written out, counted up to `limit` (then `None`).
+    fn written_len(value: &Value, limit: usize) -> Option<usize> {
+        if let Some(s) = value.as_str() {
+            return (s.len() <= limit).then_some(s.len());
+        }
+        struct Count(usize, usize);
+        impl std::fmt::Write for Count {
+            fn write_str(&mut self, s: &str) -> std::fmt::Result {
+                self.0 += s.len();
+                if self.0 > self.1 {
+                    Err(std::fmt::Error)
+                } else {
+                    Ok(())
+                }
+            }
+        }
+        let mut count = Count(0, limit);
+        std::fmt::write(&mut count, format_args!("{value}")).ok()?;
+        Some(count.0)
+    }
+
+    /// `size` plus what `values` take written out, within the budget.
+    fn add_up<'a>(
+        filter: &str,
+        mut size: usize,
+        values: impl Iterator<Item = &'a Value>,
+    ) -> Result<usize, Error> {
+        for value in values {
+            let left = MAX_OUTPUT
+                .checked_sub(size)
+                .ok_or_else(|| too_large(filter))?;
+            size += written_len(value, left).ok_or_else(|| too_large(filter))?;
+        }
+        Ok(size)
+    }
+
+    fn checked(filter: &str, value: Value) -> Result<Value, Error> {
+        match value.as_str() {
+            Some(s) if s.len() > MAX_OUTPUT => Err(too_large(filter)),
+            _ => Ok(value),
+        }
+    }
+
+    pub(super) fn install(env: &mut Environment<'static>) {
+        env.add_filter(
+            "join",
+            |state: &mut State,
+             value: &Value,
+             joiner: Option<StringInput<'_>>,
+             attribute: Option<&str>,
+             kwargs: Kwargs| {
+                let items: Vec<Value> = value.try_iter()?.collect();
+                let sep = joiner.as_ref().map_or(0, |j| j.as_str().len());
+                let size = sep.saturating_mul(items.len());
+                // An item's attribute is part of what the item writes: counted whole.
+                add_up("join", size, items.iter())?;
+                let joined = minijinja::filters::join(state, value, joiner, attribute, kwargs)?;
+                checked("join", joined)
+            },
+        );
+        env.add_filter(
+            "replace",
+            |state: &mut State,
+             value: StringInput<'_>,
+             from: StringInput<'_>,
+             to: StringInput<'_>| {
+                let (text, old) = (value.as_str(), from.as_str());
+                let hits = if old.is_empty() {
+                    text.chars().count() + 1
+                } else {
+                    text.matches(old).count()
+                };
+                let size = hits
+                    .saturating_mul(to.as_str().len())
+                    .saturating_add(text.len());
+                if size > MAX_OUTPUT {
+                    return Err(too_large("replace"));
+                }
+                checked(
+                    "replace",
+                    minijinja::filters::replace(state, value, from, to)?,
+                )
+            },
+        );
+        env.add_filter(
+            "format",
+            |state: &mut State, format: &Value, args: Rest<ValueOrKwargs>| {
+                let text = format.as_str().unwrap_or_default();
+                // A width (`%1000000000s`) pads: every number in the format counts.
+                let widths = text
+                    .split(|c: char| !c.is_ascii_digit())
+                    .filter_map(|n| n.parse::<usize>().ok())
+                    .fold(text.len(), usize::saturating_add);
+                // Keyword arguments too: counted as they write.
+                add_up("format", widths, args.iter().map(|a| &**a))?;
+                checked("format", minijinja::filters::format(state, format, args)?)
+            },
+        );
     }
 }
 
@@ -206,7 +330,15 @@ fn template_error(e: minijinja::Error) -> Diagnostic {
 
 /// A template value as flow JSON, in the order the Plan's fields and maps have (a toleration
 /// reads `key, operator, value, effect`, as people write it).
+/// Refused past [`MAX_OUTPUT`] bytes: nested lists share their items, so a small value may
+/// write out to gigabytes.
 fn write_value(out: &mut String, value: &Value) -> Result<(), minijinja::Error> {
+    if out.len() > MAX_OUTPUT {
+        return Err(minijinja::Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            format!("writing a value of more than {MAX_OUTPUT} bytes"),
+        ));
+    }
     match value.kind() {
         ValueKind::String => write_str(out, value.as_str().unwrap_or_default()),
         ValueKind::Seq | ValueKind::Iterable => {

@@ -659,3 +659,21 @@ fn a_request_reads_no_file_outside_its_folder() {
         Some(1)
     );
 }
+
+/// `gate --help` and the command list describe `gate`, not the hidden command declared
+/// after it.
+#[test]
+fn gate_help_describes_gate() {
+    for args in [&["gate", "--help"][..], &["--help"][..]] {
+        let out = tao().args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("Decide the driver's gates"),
+            "{args:?}: {text}"
+        );
+        assert!(
+            !text.contains("Name the fields of MANIFEST"),
+            "{args:?}: {text}"
+        );
+    }
+}

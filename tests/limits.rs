@@ -344,12 +344,49 @@ fn a_template_that_loops_or_writes_without_end_is_refused() {
             "{% for i in range(100000) %}{{ \"x\" * 1000000 }}{% endfor %}",
             "job.yaml.j2 writes more than 16777216 bytes",
         ),
+        // Seven joins of eight copies each: 2 GB from a 700-byte template. Fuel counts the
+        // instructions (a few dozen), not the bytes: every value has a byte budget too.
+        (&seven_joins("join"), "a value of more than 16777216 bytes"),
+        // Nested lists share their items, written out they are the same 2 GB.
+        (
+            &seven_joins("list"),
+            "writing a value of more than 16777216 bytes",
+        ),
+        // `~` is an operator, no filter: the fuel left bounds what it builds (it took 780 MB).
+        (&seven_joins("concat"), "engine ran out of fuel"),
+        (
+            &seven_joins("format"),
+            "a value of more than 16777216 bytes",
+        ),
+        (
+            &seven_joins("replace"),
+            "a value of more than 16777216 bytes",
+        ),
     ];
     for (template, message) in cases {
         std::fs::write(dir.path().join("job.yaml.j2"), template).unwrap();
         let templates = dir.path().display().to_string();
         run(&["render", "--templates", &templates, EXAMPLE], Input::None).refused(1, message);
     }
+}
+
+/// `{% set a = "x" * 1000 %}` and seven levels of eight copies each (joined, nested in lists,
+/// concatenated, formatted or replaced), then written.
+fn seven_joins(how: &str) -> String {
+    let mut text = String::from("{% set l0 = \"x\" * 1000 %}");
+    for i in 1..=7 {
+        let last = format!("l{}", i - 1);
+        let items = [last.as_str(); 8];
+        let value = match how {
+            "join" => format!("[{}]|join", items.join(", ")),
+            "list" => format!("[{}]", items.join(", ")),
+            "concat" => items.join(" ~ "),
+            "format" => format!("\"{}\"|format({})", "%s".repeat(8), items.join(", ")),
+            _ => format!("{last}|replace(\"x\", \"xxxxxxxx\")"),
+        };
+        text += &format!("{{% set l{i} = {value} %}}");
+    }
+    text + "x: {{ l7 }}\n"
 }
 
 /// A 13 MB Pod whose 199,990 env entries each hold a password: near the node limit, every

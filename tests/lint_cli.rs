@@ -595,3 +595,78 @@ fn a_crd_that_cannot_be_read_stops_the_run() {
         assert!(stderr.contains(says), "{crd}: {stderr}");
     }
 }
+
+/// A CRD of one kind whose `spec.name` has `pattern`.
+fn crd_with_pattern(pattern: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: things.example.com}}\n\
+         spec:\n  group: example.com\n  names: {{kind: Thing, plural: things}}\n  scope: Namespaced\n  versions:\n  \
+         - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        \
+         properties:\n          spec:\n            type: object\n            properties:\n              \
+         name: {{type: string, pattern: '{pattern}'}}\n"
+    )
+}
+
+fn things(names: &[&str]) -> String {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            format!(
+                "---\napiVersion: example.com/v1\nkind: Thing\nmetadata: {{name: t{i}}}\nspec: {{name: \"{n}\"}}\n"
+            )
+        })
+        .collect()
+}
+
+/// `pattern`s are Go's RE2, as the API server reads them: `(?i)` and `\z` are patterns (the
+/// ECMAScript engine made every object an error), and one that RE2 does not compile
+/// (a look-ahead) makes the CRD unreadable once, at its place, not every object invalid.
+#[test]
+fn crd_patterns_are_re2_and_an_uncompilable_one_is_reported_once_on_the_crd() {
+    let dir = tempfile::tempdir().unwrap();
+    let lint = |pattern: &str, names: &[&str]| {
+        std::fs::write(dir.path().join("crd.yaml"), crd_with_pattern(pattern)).unwrap();
+        std::fs::write(dir.path().join("things.yaml"), things(names)).unwrap();
+        Command::cargo_bin("tao-k8s")
+            .unwrap()
+            .current_dir(dir.path())
+            .args([
+                "--color=never",
+                "lint",
+                "--format",
+                "json",
+                "--crd",
+                "crd.yaml",
+                "things.yaml",
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = lint(r"(?i)^[a-z]+\z", &["Abc", "abc", "ab1"]);
+    assert_eq!(
+        code(&out),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let found = findings(&out);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["path"], "spec.name");
+    assert!(
+        found[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"value does not match "(?i)^[a-z]+\z""#),
+        "{found:?}"
+    );
+    let out = lint("^(?=a)b", &["a", "b", "c"]);
+    assert_eq!(code(&out), Some(2));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("error").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("crd.yaml:19:45: ") && stderr.contains("openAPIV3Schema of v1.properties.spec.properties.name.pattern `^(?=a)b` is not a regular expression the API server reads"),
+        "{stderr}"
+    );
+}

@@ -3,10 +3,9 @@
 //! what the bundle holds and prints what the next kubectl call needs. Exit codes: 0 done, 1
 //! refused (a bad record, an unset required key), 2 usage or I/O error.
 
-use super::{REFUSED, USAGE, emit, read_source};
+use super::{REFUSED, USAGE, emit, input, read_source};
 use clap::{Args, Subcommand};
 use serde_json::Value;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tao_k8s::driver::{credentials, objects};
@@ -194,7 +193,7 @@ fn write_objects(
         }
     }
     list.sort_by_key(objects::creation_rank);
-    std::fs::create_dir_all(out).map_err(|e| io(format!("{}: {e}", out.display())))?;
+    input::create_dir(out).map_err(io)?;
     let mut lines = String::new();
     for mut object in list {
         objects::stamp(&mut object, record, &namespace, &job);
@@ -211,23 +210,10 @@ fn write_objects(
             )));
         }
         let path = out.join(format!("{}-{name}.json", kind.to_lowercase()));
-        write_private(&path, &object.to_string())?;
+        input::write_private(&path, &object.to_string()).map_err(io)?;
         lines += &format!("{} {kind} {name}\n", path.display());
     }
     Ok(lines)
-}
-
-/// Create `path` readable by its owner only, with `text`.
-fn write_private(path: &Path, text: &str) -> Result<(), Refusal> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options
-        .open(path)
-        .map_err(|e| io(format!("cannot write {}: {e}", path.display())))?;
-    file.write_all(text.as_bytes())
-        .map_err(|e| io(format!("cannot write {}: {e}", path.display())))
 }
 
 /// The deletes of what a job record created, or of the objects named, Jobs first.
@@ -263,13 +249,13 @@ fn deletes(
         });
     }
     owned.sort_by_key(|o| o.kind != "Job");
-    std::fs::create_dir_all(out).map_err(|e| io(format!("{}: {e}", out.display())))?;
+    input::create_dir(out).map_err(io)?;
     let mut lines = String::new();
     for (i, object) in owned.iter().enumerate() {
         let (path, body) =
             objects::delete_request(object, object.kind == "Job").map_err(refused)?;
         let file = out.join(format!("delete-{i}.json"));
-        write_private(&file, &body)?;
+        input::write_private(&file, &body).map_err(io)?;
         lines += &format!(
             "{path} {} {} {} {}\n",
             file.display(),
@@ -290,7 +276,11 @@ fn mode(namespace: &str, context: Option<&str>, service_account: Option<&Path>) 
     };
     // A namespace name is at most 63 bytes: read a little more, never the whole of what a
     // link may point at.
-    let own = read_bounded(&dir.join("namespace"), 256).unwrap_or_default();
+    let own = input::read_if_present(&dir.join("namespace"), input::Kind::ServiceAccount)
+        .ok()
+        .flatten()
+        .map(|s| s.text().to_string())
+        .unwrap_or_default();
     let own = own.trim_end_matches(['\n']);
     let shown_own = if own.is_empty() {
         "unknown".into()
@@ -307,18 +297,6 @@ fn mode(namespace: &str, context: Option<&str>, service_account: Option<&Path>) 
         );
     }
     out
-}
-
-/// At most `limit` bytes of the regular file `path`, as text; `None` if it is not one.
-fn read_bounded(path: &Path, limit: u64) -> Option<String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    file.take(limit).read_to_end(&mut bytes).ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn observe() -> Result<String, Refusal> {

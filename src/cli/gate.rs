@@ -5,16 +5,13 @@
 //! Job of the manifest's name, when it exists). Exit codes: 0 every gate passes (warnings
 //! included), 1 a gate refuses, 2 usage or a file that cannot be read.
 
-use super::{USAGE, emit, read_source};
+use super::{USAGE, emit, input, read_source};
 use clap::{Args, ValueEnum};
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tao_k8s::driver::credentials;
 use tao_k8s::gate::{self, Cluster, Options, Workload, objects};
-
-/// The largest file of DIR read: the pods of a large cluster run to tens of megabytes.
-const MAX_CLUSTER_FILE: u64 = 512 << 20;
 
 /// Decide the driver's gates from the manifest and what kubectl returned.
 #[derive(Args)]
@@ -116,6 +113,12 @@ fn decide(args: &GateArgs) -> Result<(Vec<gate::Verdict>, bool), String> {
             dir.display()
         )
     })?;
+    if let Some(name) = objects::repeated_node(&nodes.items) {
+        return Err(format!(
+            "{}: node `{name}` is listed twice: expected each node once, as `kubectl get nodes -o json` lists them",
+            dir.join("nodes.json").display()
+        ));
+    }
     let cluster = Cluster {
         nodes: nodes.items,
         pods: read::<objects::List<objects::Pod>>(dir, "pods.json")?.map(|l| l.items),
@@ -157,13 +160,13 @@ fn decide(args: &GateArgs) -> Result<(Vec<gate::Verdict>, bool), String> {
 /// observe` printed them, one JSON value after another (none when the file is empty).
 fn existing(dir: &Path) -> Result<Vec<gate::owners::Existing>, String> {
     let path = dir.join("objects.json");
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    let Some(stream) = input::stream_if_present(&path, input::Kind::Cluster)
+        .map_err(|e| e.message().to_string())?
+    else {
+        return Ok(Vec::new());
     };
     let mut out = Vec::new();
-    for value in serde_json::Deserializer::from_slice(&bytes).into_iter::<serde_json::Value>() {
+    for value in serde_json::Deserializer::from_reader(stream).into_iter::<serde_json::Value>() {
         let value =
             value.map_err(|e| format!("{}: not what kubectl returns: {e}", path.display()))?;
         let found = gate::owners::Existing::new(value)
@@ -177,15 +180,14 @@ fn existing(dir: &Path) -> Result<Vec<gate::owners::Existing>, String> {
 /// (`PATH BODY KIND NAME UID`, bodies written beside) and whether the named Secret exists.
 fn write_decisions(dir: &Path, decision: &gate::owners::Decision) -> Result<(), String> {
     use tao_k8s::driver::{objects::delete_request, shell_quote};
-    let fail = |e: std::io::Error| format!("cannot write into {}: {e}", dir.display());
-    std::fs::create_dir_all(dir).map_err(fail)?;
+    input::create_dir(dir)?;
     let mut deletes = Vec::new();
     let mut ordered: Vec<_> = decision.deletes.iter().collect();
     ordered.sort_by_key(|o| o.kind != "Job");
     for (i, object) in ordered.into_iter().enumerate() {
         let (path, body) = delete_request(object, object.kind == "Job")?;
         let file = dir.join(format!("replace-{i}.json"));
-        std::fs::write(&file, body).map_err(fail)?;
+        input::write_private(&file, &body)?;
         let line = format!(
             "{path} {} {} {} {}",
             file.display(),
@@ -204,32 +206,24 @@ fn write_decisions(dir: &Path, decision: &gate::owners::Decision) -> Result<(), 
             ""
         })
     );
-    std::fs::write(dir.join("decisions.env"), text).map_err(fail)
+    input::write_private(&dir.join("decisions.env"), &text)
 }
 
-/// `dir/name` as JSON, `None` when there is no such file.
+/// `dir/name` as JSON, `None` when there is no such file: read as a stream (never held whole)
+/// into the few fields the gates use.
 fn read<T: DeserializeOwned>(dir: &Path, name: &str) -> Result<Option<T>, String> {
-    use std::io::Read;
     let path = dir.join(name);
-    let file = match std::fs::File::open(&path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    let Some(stream) = input::stream_if_present(&path, input::Kind::Cluster)
+        .map_err(|e| e.message().to_string())?
+    else {
+        return Ok(None);
     };
-    let mut bytes = Vec::new();
-    file.take(MAX_CLUSTER_FILE + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if bytes.len() as u64 > MAX_CLUSTER_FILE {
-        return Err(format!(
-            "{} is larger than {MAX_CLUSTER_FILE} bytes",
-            path.display()
-        ));
-    }
-    let mut de = serde_json::Deserializer::from_slice(&bytes);
-    serde_path_to_error::deserialize(&mut de)
-        .map(Some)
-        .map_err(|e| format!("{}: not what kubectl returns: {e}", path.display()))
+    let mut de = serde_json::Deserializer::from_reader(stream);
+    let value = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| format!("{}: not what kubectl returns: {e}", path.display()))?;
+    de.end()
+        .map_err(|e| format!("{}: not what kubectl returns: {e}", path.display()))?;
+    Ok(Some(value))
 }
 
 /// What `job.sh status` prints, from DIR/job.json and DIR/pods.json (the Job's pods).

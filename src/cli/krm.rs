@@ -40,40 +40,58 @@ pub(crate) fn run(
         Ok(source) => source,
         Err(e) => return e.report(out),
     };
-    let (list, texts) = match resource_list(&input) {
-        Ok(read) => read,
+    let stream = match resource_list(&input) {
+        Ok(stream) => stream,
         Err(message) => {
             // Not a ResourceList: nothing to answer with, a usage error.
             eprintln!("error: {message}");
             return ExitCode::from(super::USAGE);
         }
     };
+    let document = &stream.documents[0];
+    let list = header(document);
     let mut results: Vec<Json> = Vec::new();
     let opts = match options(&list) {
         Ok(opts) => opts,
         Err(message) => {
             results.push(json!({"message": message, "severity": "error", "field": {"path": "functionConfig.data"}}));
-            return answer(&list, Vec::new(), results);
+            return answer(&list, String::new(), results);
         }
     };
-    let items: &[Json] = list
-        .get("items")
-        .and_then(Json::as_array)
-        .map_or(&[], Vec::as_slice);
-    let mut output: Vec<Item> = Vec::new();
-    for (index, item) in items.iter().enumerate() {
+    let nodes: &[tao_k8s::yaml::Node] = match document.entry("items").map(|(_, v)| &v.value) {
+        Some(tao_k8s::yaml::Value::Seq(items)) => items,
+        _ => &[],
+    };
+    // One item at a time: its JSON, and then what it becomes, written out before the next.
+    let mut output = String::new();
+    for (index, node) in nodes.iter().enumerate() {
+        let item = &node.to_json();
+        let own = || Item {
+            text: item_text(input.text(), node.span.start..extent(node)),
+            object: item.clone(),
+        };
+        if let Err(why) = object_shape(item) {
+            // Passed through as it came, and the run fails: an orchestrator would choke on it.
+            results.push(json!({
+                "message": format!("items[{index}] is not a Kubernetes object: {why}"),
+                "severity": "error",
+                "field": {"path": format!("items[{index}]")},
+            }));
+            output.push_str(&listed(&own()));
+            continue;
+        }
         if lint || !is_request(item) {
             if lint {
                 results.extend(lint_item(item, index, templates));
             }
-            output.push(Item {
-                text: texts.get(index).cloned().unwrap_or_else(|| yaml_json(item)),
-                object: item.clone(),
-            });
+            output.push_str(&listed(&own()));
             continue;
         }
         let (source, file) = request_source(item, index);
         let mut opts = opts.clone();
+        // The annotation says where the item came from, but it is part of the input: the files
+        // a request names stay inside the working directory (or --spec-root) wherever it
+        // points.
         let base = file
             .as_ref()
             .and_then(|f| Path::new(&f.0).parent().map(Path::to_path_buf))
@@ -81,7 +99,10 @@ pub(crate) fn run(
             .unwrap_or_else(|| PathBuf::from("."));
         let root = spec_root.clone();
         opts.read_spec = Some(SpecReader::new(move |name| {
-            read_named(&base, name, root.as_deref())
+            let roots: Vec<&Path> = std::iter::once(Path::new("."))
+                .chain(root.as_deref())
+                .collect();
+            read_named(&base, name, &roots)
         }));
         let redactor = redactor_for(&source);
         match tao_k8s::compile(&source, &opts, templates) {
@@ -95,10 +116,12 @@ pub(crate) fn run(
                 );
                 // The verified text of each object: one document of the stream each.
                 let documents = compiled.yaml.split("---\n").filter(|d| !d.is_empty());
-                output.extend(documents.zip(&compiled.objects).map(|(text, object)| Item {
-                    text: text.to_string(),
-                    object: object.clone(),
-                }));
+                for (text, object) in documents.zip(&compiled.objects) {
+                    output.push_str(&listed(&Item {
+                        text: text.to_string(),
+                        object: object.clone(),
+                    }));
+                }
             }
             Err(failure) => {
                 // Framed on stderr for people; as results for the orchestrator.
@@ -111,16 +134,15 @@ pub(crate) fn run(
     answer(&list, output, results)
 }
 
-/// Print the answering ResourceList; exit 1 when a result is an error.
-fn answer(list: &Map<String, Json>, items: Vec<Item>, results: Vec<Json>) -> ExitCode {
+/// Print the answering ResourceList, its items already listed; exit 1 when a result is an
+/// error.
+fn answer(list: &Map<String, Json>, items: String, results: Vec<Json>) -> ExitCode {
     let mut text = String::from("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n");
     if items.is_empty() {
         text.push_str("items: []\n");
     } else {
         text.push_str("items:\n");
-        for item in &items {
-            text.push_str(&listed(item));
-        }
+        text.push_str(&items);
     }
     if let Some(config) = list.get("functionConfig") {
         text.push_str(&format!("functionConfig: {}\n", yaml_json(config)));
@@ -173,9 +195,9 @@ fn listed(item: &Item) -> String {
     }
 }
 
-/// The ResourceList on stdin, as JSON, and each item's own text (block YAML at column 0,
-/// comments inside it kept), for items to pass through as they were written.
-fn resource_list(input: &Source) -> Result<(Map<String, Json>, Vec<String>), String> {
+/// The ResourceList on stdin, parsed and checked: one document, a mapping of the right
+/// `apiVersion` and `kind`, whose `items` (if any) is a list.
+fn resource_list(input: &Source) -> Result<tao_k8s::yaml::Stream, String> {
     let stream = tao_k8s::yaml::parse(input, tao_k8s::yaml::Limits::default())
         .map_err(|e| format!("stdin is not YAML: {}", e.message))?;
     let [document] = stream.documents.as_slice() else {
@@ -184,9 +206,10 @@ fn resource_list(input: &Source) -> Result<(Map<String, Json>, Vec<String>), Str
             stream.documents.len()
         ));
     };
-    let Json::Object(list) = document.to_json() else {
+    if !matches!(document.value, tao_k8s::yaml::Value::Map(_)) {
         return Err("stdin is not a ResourceList: not a mapping".into());
-    };
+    }
+    let list = header(document);
     let kind = list.get("kind").and_then(Json::as_str);
     let api = list.get("apiVersion").and_then(Json::as_str);
     if kind != Some("ResourceList")
@@ -201,17 +224,26 @@ fn resource_list(input: &Source) -> Result<(Map<String, Json>, Vec<String>), Str
             kind.unwrap_or("no kind")
         ));
     }
-    if list.get("items").is_some_and(|i| !i.is_array()) {
+    let items = document.entry("items").map(|(_, v)| &v.value);
+    if items.is_some_and(|v| !matches!(v, tao_k8s::yaml::Value::Seq(_))) {
         return Err("the ResourceList's `items` is not a list".into());
     }
-    let texts = match document.entry("items").map(|(_, items)| &items.value) {
-        Some(tao_k8s::yaml::Value::Seq(items)) => items
-            .iter()
-            .map(|item| item_text(input.text(), item.span.start..extent(item)))
-            .collect(),
-        _ => Vec::new(),
-    };
-    Ok((list, texts))
+    Ok(stream)
+}
+
+/// The ResourceList's fields but `items`, as JSON: the items are read one at a time.
+fn header(document: &tao_k8s::yaml::Node) -> Map<String, Json> {
+    let mut list = Map::new();
+    if let tao_k8s::yaml::Value::Map(entries) = &document.value {
+        for (key, value) in entries {
+            if let tao_k8s::yaml::Value::Str(key) = &key.value
+                && key != "items"
+            {
+                list.insert(key.clone(), value.to_json());
+            }
+        }
+    }
+    list
 }
 
 /// Where a node's text ends: a collection's own span may cover only its start.
@@ -277,10 +309,19 @@ struct Item {
 /// Options from `functionConfig.data` (a ConfigMap): `namespace` and `kubeVersion`.
 fn options(list: &Map<String, Json>) -> Result<Options, String> {
     let mut opts = super::options(None);
-    let Some(data) = list
-        .get("functionConfig")
-        .and_then(|c| c.get("data"))
-        .and_then(Json::as_object)
+    let Some(config) = mapping(
+        list.get("functionConfig"),
+        "functionConfig",
+        "a ConfigMap (a mapping)",
+    )?
+    else {
+        return Ok(opts);
+    };
+    let Some(data) = mapping(
+        config.get("data"),
+        "functionConfig.data",
+        "a mapping of strings",
+    )?
     else {
         return Ok(opts);
     };
@@ -314,6 +355,48 @@ fn options(list: &Map<String, Json>) -> Result<Options, String> {
         }
     }
     Ok(opts)
+}
+
+/// Why an item is not an object an orchestrator handles: a mapping with a string
+/// `apiVersion` and `kind`.
+fn object_shape(item: &Json) -> Result<(), String> {
+    let Json::Object(map) = item else {
+        return Err(format!("expected a mapping, found {}", kind_of(item)));
+    };
+    for key in ["apiVersion", "kind"] {
+        match map.get(key) {
+            Some(Json::String(s)) if !s.is_empty() => {}
+            Some(other) => return Err(format!("`{key}` is {}, not a string", kind_of(other))),
+            None => return Err(format!("no `{key}`")),
+        }
+    }
+    Ok(())
+}
+
+/// `value` as a mapping, `None` when it is absent or null; anything else is refused, naming
+/// `what` and what was `expected`.
+fn mapping<'a>(
+    value: Option<&'a Json>,
+    what: &str,
+    expected: &str,
+) -> Result<Option<&'a Map<String, Json>>, String> {
+    match value {
+        None | Some(Json::Null) => Ok(None),
+        Some(Json::Object(map)) => Ok(Some(map)),
+        Some(other) => Err(format!("{what} is {}: expected {expected}", kind_of(other))),
+    }
+}
+
+/// A JSON value's type, as a message names it.
+fn kind_of(value: &Json) -> &'static str {
+    match value {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "a list",
+        Json::Object(_) => "a mapping",
+    }
 }
 
 fn is_request(item: &Json) -> bool {

@@ -45,7 +45,7 @@ fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut seen = std::collections::HashSet::new();
     let mut add = |path: PathBuf, files: &mut Vec<PathBuf>| {
         // A path that cannot be resolved is still linted, and reports why it cannot be read.
-        let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        let key = super::input::canonical(&path).unwrap_or_else(|_| path.clone());
         if seen.insert(key) {
             files.push(path);
         }
@@ -57,7 +57,8 @@ fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
             for file in walk(path)? {
                 add(file, &mut files);
             }
-        } else if path.is_file() {
+        } else if path.exists() {
+            // A FIFO or device too: reading it says why it is refused.
             add(path.clone(), &mut files);
         } else {
             return Err(format!(
@@ -69,13 +70,28 @@ fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
+/// Each folder is walked once, by its device and inode, however many links lead to it: a
+/// graph of links sharing subfolders would otherwise be walked once per path through it.
 fn walk(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let seen = std::sync::Mutex::new(std::collections::HashSet::new());
     let walker = ignore::WalkBuilder::new(dir)
         .follow_links(true)
         // `.gitignore` counts outside a git checkout too (an exported tree, a CI artifact).
         .require_git(false)
         .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| e.depth() == 0 || !(e.file_name() == "templates" && e.path().is_dir()))
+        .filter_entry(move |e| {
+            let folder = e.file_type().is_some_and(|t| t.is_dir());
+            if !folder {
+                return true;
+            }
+            if e.depth() > 0 && e.file_name() == "templates" {
+                return false;
+            }
+            match super::input::identity(e.path()) {
+                Some(id) => seen.lock().map_or(true, |mut s| s.insert(id)),
+                None => true,
+            }
+        })
         .build();
     let mut files = Vec::new();
     for entry in walker {

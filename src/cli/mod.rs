@@ -3,6 +3,7 @@
 
 mod driver;
 mod gate;
+mod input;
 mod krm;
 mod lint;
 mod plan;
@@ -12,8 +13,9 @@ mod report;
 mod snapshot;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+pub(crate) use input::{ReadError, make_executable, read_named, write_atomic};
 use render::{Files, Output};
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tao_k8s::plan::{KubeVersion, Options};
@@ -566,138 +568,12 @@ fn pod_namespace() -> Option<String> {
         || PathBuf::from("/var/run/secrets/kubernetes.io/serviceaccount"),
         PathBuf::from,
     );
-    let text = std::fs::read_to_string(dir.join("namespace")).ok()?;
-    let ns = text.trim();
+    let text = input::read(&dir.join("namespace"), input::Kind::ServiceAccount).ok()?;
+    let ns = text.text().trim();
     tao_k8s::names::is_dns1123_label(ns).then(|| ns.to_string())
 }
 
-pub(crate) fn make_executable(path: &Path) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| format!("cannot make {} executable: {e}", path.display()))
-}
-
-/// Write a whole file or nothing: a temporary file beside it, renamed into place.
-pub(crate) fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let fail = |e: std::io::Error| format!("cannot write `{}`: {}", path.display(), io_reason(&e));
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
-    file.write_all(text.as_bytes()).map_err(fail)?;
-    file.persist(path).map_err(|e| fail(e.error))?;
-    Ok(())
-}
-
-/// Why an input was not read.
-pub(crate) enum ReadError {
-    /// It could not be read: exit 2.
-    Io(String),
-    /// It was read and refused (over the size limit, not UTF-8 or YAML text): exit 1.
-    Refused(String),
-}
-
-impl ReadError {
-    pub(crate) fn message(&self) -> &str {
-        match self {
-            ReadError::Io(m) | ReadError::Refused(m) => m,
-        }
-    }
-
-    /// Report it and give the exit code.
-    pub(crate) fn report(&self, out: &report::Reporter) -> ExitCode {
-        match self {
-            ReadError::Io(m) => out.io_error(m),
-            ReadError::Refused(m) => {
-                eprintln!("error: {m}");
-                ExitCode::from(REFUSED)
-            }
-        }
-    }
-}
-
-/// A file, or stdin for `-`, as a named source: at most `--max-input-size` bytes are read, so
-/// an endless stream is refused as soon as it passes the limit.
+/// A file, or stdin for `-`, as a named source (see [`input::read`]).
 pub(crate) fn read_source(path: &Path) -> Result<Source, ReadError> {
-    let limit = *MAX_INPUT.get_or_init(|| tao_k8s::source::DEFAULT_MAX_INPUT);
-    let io = |e: std::io::Error| {
-        ReadError::Io(format!(
-            "cannot read `{}`: {}",
-            path.display(),
-            io_reason(&e)
-        ))
-    };
-    let (name, reader): (String, Box<dyn Read>) = if path == Path::new("-") {
-        ("<stdin>".into(), Box::new(std::io::stdin().lock()))
-    } else {
-        if path.is_dir() {
-            return Err(ReadError::Io(format!(
-                "cannot read `{}`: it is a directory, not a file",
-                path.display()
-            )));
-        }
-        let file = std::fs::File::open(path).map_err(io)?;
-        (path.display().to_string(), Box::new(file))
-    };
-    let refused = |e: tao_k8s::source::TextError| ReadError::Refused(format!("{name}: {e}"));
-    let mut bytes = Vec::new();
-    reader.take(limit + 1).read_to_end(&mut bytes).map_err(io)?;
-    if bytes.len() as u64 > limit {
-        return Err(refused(tao_k8s::source::TextError::TooLarge { limit }));
-    }
-    Source::from_bytes(name.as_str(), bytes).map_err(refused)
-}
-
-/// Why an I/O operation failed, in words (no `(os error 2)`).
-pub(crate) fn io_reason(e: &std::io::Error) -> String {
-    use std::io::ErrorKind::*;
-    match e.kind() {
-        NotFound => "no such file or directory".into(),
-        PermissionDenied => "permission denied".into(),
-        IsADirectory => "it is a directory, not a file".into(),
-        NotADirectory => "a part of the path is not a directory".into(),
-        _ => {
-            // The OS text without its `(os error N)` suffix.
-            let text = e.to_string();
-            match text.rsplit_once(" (os error ") {
-                Some((reason, _)) => reason.to_lowercase(),
-                None => text,
-            }
-        }
-    }
-}
-
-/// A file a request names, relative to its folder `base`: the request comes from a producer,
-/// not from whoever runs the tool, so the file must resolve (symbolic links followed) inside
-/// `base`, or inside `--spec-root` when the caller widens it. No absolute path, no `..` or link
-/// out of it.
-pub(crate) fn read_named(base: &Path, named: &str, root: Option<&Path>) -> Result<Source, String> {
-    let widen = "a request names files inside its own folder; `--spec-root DIR` allows another";
-    if Path::new(named).is_absolute() {
-        return Err(format!("an absolute path is refused: {widen}"));
-    }
-    let canonical = |p: &Path| {
-        p.canonicalize()
-            .map_err(|e| format!("cannot read `{}`: {}", p.display(), io_reason(&e)))
-    };
-    let allowed = [Some(base), root]
-        .into_iter()
-        .flatten()
-        .map(canonical)
-        .collect::<Result<Vec<_>, _>>()?;
-    let file = canonical(&base.join(named))?;
-    if !allowed.iter().any(|dir| file.starts_with(dir)) {
-        return Err(format!(
-            "it resolves to `{}`, outside `{}`: {widen}",
-            file.display(),
-            allowed[0].display()
-        ));
-    }
-    // Read what was checked; name it as the request wrote it.
-    let source = read_source(&file).map_err(|e| e.message().to_string())?;
-    Ok(Source::new(
-        base.join(named).display().to_string(),
-        source.text().to_string(),
-    ))
+    input::read(path, input::Kind::Input)
 }

@@ -4,10 +4,9 @@
 //! diagnostic; nothing is printed or written unless every request compiled (or
 //! `--keep-going`: the good ones, and still exit 1).
 
+use super::input::{self, create_dir, stays_inside};
 use super::report::Reporter;
-use super::{
-    Format, REFUSED, USAGE, emit, io_reason, make_executable, read_named, read_source, write_atomic,
-};
+use super::{Format, REFUSED, USAGE, emit, make_executable, read_named, read_source, write_atomic};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -60,13 +59,9 @@ impl Requests {
         for arg in args {
             if arg.as_os_str() != "-" && arg.is_dir() {
                 folder = true;
-                let entries = std::fs::read_dir(arg)
-                    .map_err(|e| format!("cannot read `{}`: {}", arg.display(), io_reason(&e)))?;
                 let mut found = Vec::new();
-                for entry in entries {
-                    let path = entry
-                        .map_err(|e| format!("cannot read `{}`: {}", arg.display(), io_reason(&e)))?
-                        .path();
+                // A link that leaves the folder is refused: its target is not the folder's.
+                for path in input::list(arg, true)? {
                     let request = path
                         .extension()
                         .is_some_and(|x| x == "yaml" || x == "yml" || x == "json");
@@ -80,7 +75,6 @@ impl Requests {
                         arg.display()
                     ));
                 }
-                found.sort();
                 paths.extend(found);
             } else {
                 paths.push(arg.clone());
@@ -110,7 +104,7 @@ impl Requests {
         let mut seen: BTreeMap<String, &Path> = BTreeMap::new();
         let mut out = Vec::new();
         for path in &self.paths {
-            let stem = stem(path);
+            let stem = checked_stem(path, dir)?;
             if let Some(other) = seen.insert(stem.clone(), path) {
                 return Err(format!(
                     "`{}` and `{}` would both be written to `{}`: rename one",
@@ -142,7 +136,10 @@ pub(crate) fn read_request(
     };
     let root = files.spec_root.clone();
     opts.read_spec = Some(SpecReader::new(move |name| {
-        read_named(&base, name, root.as_deref())
+        let roots: Vec<&Path> = std::iter::once(base.as_path())
+            .chain(root.as_deref())
+            .collect();
+        read_named(&base, name, &roots)
     }));
     if let Some(staged) = &files.staged_config {
         let staged = read_source(staged).map_err(|e| e.report(out))?;
@@ -209,13 +206,29 @@ pub(crate) fn report_refusal(out: &Reporter, source: &Source, failure: Failure, 
 enum Product {
     Compiled(Box<Compiled>),
     Bundle(Box<Bundle>),
+    /// What `render` prints of it, all that is kept once it is checked: its YAML stream (or
+    /// its objects, for `-o json`).
+    Printed {
+        yaml: String,
+        objects: Vec<serde_json::Value>,
+    },
 }
 
 impl Product {
-    fn job(&self) -> &Compiled {
+    /// The Job's compilation (`None` once only what is printed is kept).
+    fn job(&self) -> Option<&Compiled> {
         match self {
-            Product::Compiled(c) => c,
-            Product::Bundle(b) => &b.job,
+            Product::Compiled(c) => Some(c),
+            Product::Bundle(b) => Some(&b.job),
+            Product::Printed { .. } => None,
+        }
+    }
+
+    /// The YAML stream and the objects `render` prints.
+    fn printed(&self) -> (&str, &[serde_json::Value]) {
+        match self {
+            Product::Printed { yaml, objects } => (yaml, objects),
+            _ => self.job().map_or(("", &[]), |c| (&c.yaml, &c.objects)),
         }
     }
 
@@ -223,9 +236,9 @@ impl Product {
     fn objects(&self) -> impl Iterator<Item = &serde_json::Value> {
         let probe = match self {
             Product::Bundle(b) => b.probe.as_ref().map(|p| p.objects.as_slice()),
-            Product::Compiled(_) => None,
+            _ => None,
         };
-        self.job().objects.iter().chain(probe.unwrap_or_default())
+        self.printed().1.iter().chain(probe.unwrap_or_default())
     }
 }
 
@@ -234,6 +247,24 @@ struct Done {
     source: Source,
     product: Product,
     map: String,
+}
+
+impl Done {
+    /// Drop what printing the manifests in `format` does not use: many requests are held
+    /// until every one has compiled (20,000 requests took 663 MiB whole).
+    fn keep_only(&mut self, format: Format, staging_map: bool) {
+        self.source = Source::new(self.source.name(), "");
+        if !staging_map {
+            self.map = String::new();
+        }
+        if let Product::Compiled(c) = &mut self.product {
+            let (yaml, objects) = match format {
+                Format::Yaml => (std::mem::take(&mut c.yaml), Vec::new()),
+                Format::Json => (String::new(), std::mem::take(&mut c.objects)),
+            };
+            self.product = Product::Printed { yaml, objects };
+        }
+    }
 }
 
 /// `render`, `stage`, `script`: compile every request, then print or write the results.
@@ -291,7 +322,11 @@ pub(crate) fn render(
                 continue;
             }
         };
-        let compiled = product.job();
+        let Some(compiled) = product.job() else {
+            // Only a product already kept for printing lacks it; a fresh one never does.
+            done.push(None);
+            continue;
+        };
         out.diagnostics(Some(&source), &compiled.warnings);
         for note in &compiled.plan.notes {
             if requests.many {
@@ -320,11 +355,15 @@ pub(crate) fn render(
         let map = serde_json::to_string_pretty(&compiled.plan.staging_map)
             .expect("the map serializes")
             + "\n";
-        done.push(Some(Done {
+        let mut done_one = Done {
             source,
             product,
             map,
-        }));
+        };
+        if let Output::Manifests(format) = &output {
+            done_one.keep_only(*format, files.staging_map.is_some());
+        }
+        done.push(Some(done_one));
     }
     let refused = done.iter().filter(|d| d.is_none()).count();
     if refused > 0 && !files.keep_going {
@@ -395,14 +434,16 @@ fn deliver(
     }
     match output {
         Output::Manifests(format) => {
-            let compiled: Vec<&Compiled> = good().map(|d| d.product.job()).collect();
-            emit(&manifests(&compiled, format, many))
+            let printed: Vec<_> = good().map(|d| d.product.printed()).collect();
+            emit(&manifests(&printed, format, many))
         }
         Output::Stage(dir) => {
             let Some(d) = good().next() else {
                 return ExitCode::from(REFUSED);
             };
-            let plan = &d.product.job().plan;
+            let Some(plan) = d.product.job().map(|c| &c.plan) else {
+                return ExitCode::from(REFUSED);
+            };
             let spec = plan.config_map.as_ref().map(|cm| cm.data.as_str());
             let written = create_dir(&dir)
                 .and_then(|()| write_atomic(&dir.join("staging-map.json"), &d.map))
@@ -466,20 +507,15 @@ fn write_bundle(out: &Reporter, dir: &Path, bundle: &Bundle, map: &str) -> ExitC
     }
 }
 
-fn create_dir(dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("cannot create `{}`: {}", dir.display(), io_reason(&e)))
-}
-
 /// The verified objects of every request as one YAML stream, or as JSON: one object, or a
 /// `v1` List when there are several or `many` requests were asked for (a folder of one request
 /// still gives a List, so that a pipeline reads one shape).
-fn manifests(compiled: &[&Compiled], format: Format, many: bool) -> String {
+fn manifests(printed: &[(&str, &[serde_json::Value])], format: Format, many: bool) -> String {
     match format {
-        Format::Yaml => compiled.iter().map(|c| c.yaml.as_str()).collect(),
+        Format::Yaml => printed.iter().map(|(yaml, _)| *yaml).collect(),
         Format::Json => {
             let objects: Vec<&serde_json::Value> =
-                compiled.iter().flat_map(|c| &c.objects).collect();
+                printed.iter().flat_map(|(_, objects)| *objects).collect();
             let value = match objects.as_slice() {
                 [one] if !many => (*one).clone(),
                 many => serde_json::json!({"apiVersion": "v1", "kind": "List", "items": many}),
@@ -491,13 +527,8 @@ fn manifests(compiled: &[&Compiled], format: Format, many: bool) -> String {
 
 /// Every `*.j2` file of a directory, by file name.
 fn template_files(dir: &Path) -> Result<Vec<(String, String)>, String> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read `{}`: {}", dir.display(), io_reason(&e)))?;
     let mut files = Vec::new();
-    for entry in entries {
-        let path = entry
-            .map_err(|e| format!("cannot read `{}`: {}", dir.display(), io_reason(&e)))?
-            .path();
+    for path in input::list(dir, false)? {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
@@ -520,4 +551,18 @@ pub(crate) fn stem(path: &Path) -> String {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     }
+}
+
+/// [`stem`], as the name of a file or folder written under `dir`: `.`, `..` or nothing (a
+/// request file named `...yaml`, say) would write outside it, and is refused.
+pub(crate) fn checked_stem(path: &Path, dir: &Path) -> Result<String, String> {
+    let stem = stem(path);
+    if stem.is_empty() || !stays_inside(Path::new(&stem)) || stem == "." {
+        return Err(format!(
+            "`{}` would be written under `{}` as `{stem}`, which is not a name inside it: rename it",
+            path.display(),
+            dir.display()
+        ));
+    }
+    Ok(stem)
 }

@@ -4,9 +4,10 @@
 //! that `cargo insta review` and an author's own `insta::assert_snapshot!` read the same files.
 //! A change prints a unified diff and exits 1; `--update` writes the snapshots instead.
 
+use super::input::{self, Kind};
 use super::render::{Files, Requests, read_request, read_templates, report_refusal};
 use super::report::Reporter;
-use super::{REFUSED, emit, io_reason, write_atomic};
+use super::{REFUSED, emit, write_atomic};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -87,20 +88,30 @@ pub(crate) fn run(out: &Reporter, args: Args, opts: Options, files: &Files) -> E
     // Every request first: one refused request refuses the run, and nothing is written.
     let mut taken: Vec<Taken> = Vec::new();
     let mut refused = 0;
-    let mut stems: BTreeMap<String, PathBuf> = BTreeMap::new();
+    // Which request writes each snapshot file: a probe's name may be another request's.
+    let mut names: BTreeMap<PathBuf, PathBuf> = BTreeMap::new();
     for path in &requests.paths {
         let mut opts = opts.clone();
         let source = match read_request(out, path, &mut opts, files) {
             Ok(source) => source,
             Err(code) => return code,
         };
-        let stem = super::render::stem(path);
-        if let Some(other) = stems.insert(stem.clone(), path.clone()) {
-            return out.io_error(&format!(
-                "`{}` and `{}` would share the snapshot `{stem}.snap`: rename one",
+        let stem = match super::render::checked_stem(path, &args.snapshots) {
+            Ok(stem) => stem,
+            Err(message) => return out.io_error(&message),
+        };
+        let mut claim = |file: &PathBuf| match names.insert(file.clone(), path.clone()) {
+            Some(other) => Err(out.io_error(&format!(
+                "`{}` and `{}` would share the snapshot `{}`: rename one",
                 other.display(),
-                path.display()
-            ));
+                path.display(),
+                file.file_name().unwrap_or_default().to_string_lossy()
+            ))),
+            None => Ok(()),
+        };
+        let file = args.snapshots.join(format!("{stem}.snap"));
+        if let Err(code) = claim(&file) {
+            return code;
         }
         let bundle = match tao_k8s::bundle(&source, &opts, templates) {
             Ok(b) => b,
@@ -112,14 +123,18 @@ pub(crate) fn run(out: &Reporter, args: Args, opts: Options, files: &Files) -> E
         };
         let request = source.name().to_string();
         taken.push(Taken {
-            file: args.snapshots.join(format!("{stem}.snap")),
+            file,
             request: request.clone(),
             expression: expression.clone(),
             body: bundle.job.yaml,
         });
         if let Some(probe) = bundle.probe {
+            let file = args.snapshots.join(format!("{stem}.nccl-probe.snap"));
+            if let Err(code) = claim(&file) {
+                return code;
+            }
             taken.push(Taken {
-                file: args.snapshots.join(format!("{stem}.nccl-probe.snap")),
+                file,
                 request,
                 expression: format!("{expression} --nccl-probe"),
                 body: probe.yaml,
@@ -135,8 +150,8 @@ pub(crate) fn run(out: &Reporter, args: Args, opts: Options, files: &Files) -> E
     let mut diffs = String::new();
     let mut writes: Vec<&Taken> = Vec::new();
     for t in &taken {
-        let stored = match std::fs::read_to_string(&t.file) {
-            Ok(text) => match stored_body(&text) {
+        let stored = match input::read_if_present(&t.file, Kind::Snapshot) {
+            Ok(Some(text)) => match stored_body(text.text()) {
                 Some(body) => Some(body),
                 None => {
                     return out.io_error(&format!(
@@ -145,14 +160,8 @@ pub(crate) fn run(out: &Reporter, args: Args, opts: Options, files: &Files) -> E
                     ));
                 }
             },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => {
-                return out.io_error(&format!(
-                    "cannot read `{}`: {}",
-                    t.file.display(),
-                    io_reason(&e)
-                ));
-            }
+            Ok(None) => None,
+            Err(e) => return out.io_error(e.message()),
         };
         let body = normalize(&t.body);
         let old = match &stored {
@@ -192,12 +201,11 @@ pub(crate) fn run(out: &Reporter, args: Args, opts: Options, files: &Files) -> E
     }
     // Stored snapshots that no request made: left alone, but said.
     let made: Vec<&Path> = taken.iter().map(|t| t.file.as_path()).collect();
-    if let Ok(entries) = std::fs::read_dir(&args.snapshots) {
-        let mut stale: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
+    if let Ok(entries) = input::list(&args.snapshots, false) {
+        let stale: Vec<PathBuf> = entries
+            .into_iter()
             .filter(|p| p.extension().is_some_and(|x| x == "snap") && !made.contains(&p.as_path()))
             .collect();
-        stale.sort();
         for file in stale {
             out.note(&format!("{} is no request's snapshot", file.display()));
         }
@@ -206,13 +214,9 @@ pub(crate) fn run(out: &Reporter, args: Args, opts: Options, files: &Files) -> E
     let counts = format!("{same} unchanged, {changed} changed, {new} new");
     if args.update {
         if !writes.is_empty()
-            && let Err(e) = std::fs::create_dir_all(&args.snapshots)
+            && let Err(message) = input::create_dir(&args.snapshots)
         {
-            return out.io_error(&format!(
-                "cannot create `{}`: {}",
-                args.snapshots.display(),
-                io_reason(&e)
-            ));
+            return out.io_error(&message);
         }
         for t in &writes {
             if let Err(message) = write_atomic(&t.file, &t.text()) {

@@ -12,11 +12,13 @@
 //! identical pods that count is exact (a greedy assignment that fills node after node, which
 //! the verdict reports, reaches it).
 
-use super::objects::{Node, NodeSelectorTerm, Pod, PodSpec, Requirement, Taint, Toleration, milli};
+use super::objects::{
+    Node, NodeSelectorTerm, Pod, PodSpec, Requirement, Taint, Toleration, UNBOUNDED, amount,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// Quantities by resource name, in thousandths (see [`milli`]).
+/// Quantities by resource name, in thousandths (see [`super::objects::milli`]).
 pub type Amounts = BTreeMap<String, i128>;
 
 /// The resource of the pod count, allocatable on every node.
@@ -26,21 +28,25 @@ const PODS: &str = "pods";
 /// of the containers, or the largest init container if more (a sidecar, an init container
 /// with `restartPolicy: Always`, adds to both and keeps running under the ones after it), plus
 /// the pod overhead. A container's limit stands for a request it does not set, as the API
-/// server defaults it.
+/// server defaults it. Pod-level requests (`spec.resources`, on by default since Kubernetes
+/// 1.34) of `cpu` and `memory` replace the containers' sum (`PodRequests` of
+/// k8s.io/component-helpers). A quantity too large to count, or unreadable, saturates (see
+/// [`UNBOUNDED`]): such a pod never fits, rather than requesting nothing.
 pub fn pod_requests(spec: &PodSpec) -> Amounts {
     // A limit stands for the request of its resource when there is none (API defaulting).
-    let container = |c: &super::objects::Container| -> Amounts {
-        let r = &c.resources;
+    let own = |r: &super::objects::Resources| -> Amounts {
         r.limits
             .iter()
             .filter(|(k, _)| !r.requests.contains_key(*k))
             .chain(&r.requests)
-            .filter_map(|(k, v)| Some((k.clone(), milli(v)?)))
+            .map(|(k, v)| (k.clone(), amount(v)))
             .collect()
     };
+    let container = |c: &super::objects::Container| own(&c.resources);
     let add = |into: &mut Amounts, from: &Amounts| {
         for (k, v) in from {
-            *into.entry(k.clone()).or_default() += v;
+            let e = into.entry(k.clone()).or_default();
+            *e = e.saturating_add(*v);
         }
     };
     let max = |into: &mut Amounts, from: &Amounts| {
@@ -68,10 +74,15 @@ pub fn pod_requests(spec: &PodSpec) -> Amounts {
         max(&mut init, &during);
     }
     max(&mut requests, &init);
+    for (k, v) in own(&spec.resources) {
+        if k == "cpu" || k == "memory" {
+            requests.insert(k, v);
+        }
+    }
     let overhead: Amounts = spec
         .overhead
         .iter()
-        .filter_map(|(k, v)| Some((k.clone(), milli(v)?)))
+        .map(|(k, v)| (k.clone(), amount(v)))
         .collect();
     add(&mut requests, &overhead);
     requests.retain(|_, v| *v > 0);
@@ -148,6 +159,9 @@ impl std::fmt::Display for Misfit {
 /// A quantity in thousandths as a person reads it: cores or millicores, bytes in the largest
 /// binary unit that divides them, or a count.
 pub fn show(resource: &str, milli: i128) -> String {
+    if milli == UNBOUNDED {
+        return "more than can be counted (an unreadable or out-of-range quantity)".into();
+    }
     if milli % 1000 != 0 {
         return format!("{milli}m");
     }
@@ -188,7 +202,8 @@ pub fn judge(spec: &PodSpec, requests: &Amounts, nodes: &[Node], pods: &[Pod]) -
         }
         let on = used.entry(pod.spec.node_name.as_str()).or_default();
         for (k, v) in pod_requests(&pod.spec) {
-            *on.entry(k).or_default() += v;
+            let e = on.entry(k).or_default();
+            *e = e.saturating_add(v);
         }
         *on.entry(PODS.into()).or_default() += 1000;
     }
@@ -199,7 +214,7 @@ pub fn judge(spec: &PodSpec, requests: &Amounts, nodes: &[Node], pods: &[Pod]) -
                 .status
                 .allocatable
                 .iter()
-                .filter_map(|(k, v)| Some((k.clone(), milli(v)?)))
+                .map(|(k, v)| (k.clone(), amount(v)))
                 .collect();
             let none = Amounts::new();
             let running = used.get(node.metadata.name.as_str()).unwrap_or(&none);
@@ -316,10 +331,15 @@ pub fn requirement(r: &Requirement, value: Option<&str>) -> bool {
     }
 }
 
+/// What `allocatable` leaves of resource `k` once `used` is taken (saturating).
+fn free(allocatable: &Amounts, used: &Amounts, k: &str) -> i128 {
+    let have = allocatable.get(k).copied().unwrap_or(0);
+    have.saturating_sub(used.get(k).copied().unwrap_or(0))
+}
+
 /// How many copies of `requests` fit in `allocatable` minus `used`, with one pod slot each.
 fn copies(requests: &Amounts, allocatable: &Amounts, used: &Amounts) -> u64 {
-    let free =
-        |k: &str| allocatable.get(k).copied().unwrap_or(0) - used.get(k).copied().unwrap_or(0);
+    let free = |k: &str| free(allocatable, used, k);
     let slots = if allocatable.contains_key(PODS) {
         (free(PODS) / 1000).max(0)
     } else {
@@ -330,6 +350,7 @@ fn copies(requests: &Amounts, allocatable: &Amounts, used: &Amounts) -> u64 {
         .filter(|(k, _)| k.as_str() != PODS)
         .map(|(k, need)| (free(k) / need).max(0))
         .fold(slots, i128::min)
+        .clamp(0, i128::from(u64::MAX))
         .try_into()
         .unwrap_or(0)
 }
@@ -363,8 +384,7 @@ fn shortest(requests: &Amounts, allocatable: &Amounts, used: &Amounts) -> (Strin
         .map(|(k, v)| (k.as_str(), *v))
         .collect();
     all.push((PODS, 1000));
-    let free =
-        |k: &str| allocatable.get(k).copied().unwrap_or(0) - used.get(k).copied().unwrap_or(0);
+    let free = |k: &str| free(allocatable, used, k);
     let (name, _) = all
         .into_iter()
         .min_by_key(|(k, need)| free(k) / need)
@@ -402,4 +422,90 @@ pub fn place(judged: &[Judged], wanted: u64, room: impl Fn(&Judged) -> u64) -> V
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node(cpu: &str) -> Node {
+        serde_json::from_value(json!({
+            "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": cpu, "memory": "256Gi", "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True"}]},
+        }))
+        .unwrap()
+    }
+
+    fn pod(spec: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({"spec": spec, "status": {"phase": "Running"}})).unwrap()
+    }
+
+    fn cpu_pod(cpu: &str) -> PodSpec {
+        serde_json::from_value(json!({
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+        }))
+        .unwrap()
+    }
+
+    /// `1e40` cores (a quantity render accepts) is past what thousandths count: it never fits,
+    /// and the misfit says why, rather than the pod requesting nothing.
+    #[test]
+    fn a_quantity_past_the_integer_range_never_fits() {
+        let spec = cpu_pod("1e40");
+        let requests = pod_requests(&spec);
+        assert_eq!(requests["cpu"], UNBOUNDED);
+        let judged = judge(&spec, &requests, &[node("64")], &[]);
+        assert_eq!((judged[0].idle, judged[0].now), (0, 0));
+        let misfit = judged[0].misfits[0].to_string();
+        assert!(misfit.contains("out-of-range quantity"), "{misfit}");
+        // An unreadable one, too.
+        assert_eq!(pod_requests(&cpu_pod("four"))["cpu"], UNBOUNDED);
+    }
+
+    /// Two running pods whose requests add up past `i128` fill the node: the sum saturates
+    /// (it wrapped to a negative free amount in a release build).
+    #[test]
+    fn sums_of_running_requests_saturate() {
+        let huge = json!({"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1e35"}}}]});
+        let pods = [pod(huge.clone()), pod(huge)];
+        let spec = cpu_pod("1");
+        let judged = judge(&spec, &pod_requests(&spec), &[node("1e36")], &pods);
+        assert_eq!(judged[0].now, 0);
+        assert!(judged[0].idle > 0);
+    }
+
+    /// A running pod with pod-level requests (`spec.resources`) holds them, whatever its
+    /// containers request, as the scheduler counts it.
+    #[test]
+    fn pod_level_requests_replace_the_containers() {
+        let running = pod(json!({
+            "nodeName": "n1",
+            "resources": {"requests": {"cpu": "30"}},
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+        }));
+        let r = pod_requests(&running.spec);
+        assert_eq!(r["cpu"], 30_000);
+        assert_eq!(r["memory"], (1 << 30) * 1000);
+        let spec = cpu_pod("8");
+        let judged = judge(&spec, &pod_requests(&spec), &[node("32")], &[running]);
+        assert_eq!((judged[0].idle, judged[0].now), (4, 0));
+        // Pod-level limits alone stand for requests; only cpu and memory are pod-level.
+        let limits: PodSpec = serde_json::from_value(json!({
+            "resources": {"limits": {"memory": "8Gi", "nvidia.com/gpu": "1"}},
+            "containers": [{"name": "c", "resources": {"requests": {"memory": "1Gi"}}}],
+        }))
+        .unwrap();
+        let r = pod_requests(&limits);
+        assert_eq!(r["memory"], 8 * (1 << 30) * 1000);
+        assert!(!r.contains_key("nvidia.com/gpu"));
+    }
+
+    #[test]
+    fn a_node_listed_twice_is_found() {
+        let nodes = [node("1"), node("2")];
+        assert_eq!(super::super::objects::repeated_node(&nodes), Some("n1"));
+        assert_eq!(super::super::objects::repeated_node(&nodes[..1]), None);
+    }
 }

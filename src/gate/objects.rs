@@ -81,6 +81,8 @@ pub struct PodSpec {
     pub containers: Vec<Container>,
     pub init_containers: Vec<Container>,
     pub overhead: BTreeMap<String, Value>,
+    /// Pod-level resources (`spec.resources`): where set, they stand for the containers'.
+    pub resources: Resources,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -261,6 +263,39 @@ pub fn milli(value: &Value) -> Option<i128> {
         Value::Number(n) => crate::quantity::milli(&n.to_string()),
         _ => None,
     }
+}
+
+/// The amount no node has: what an unreadable quantity, or one past `i128` thousandths
+/// (`1e40`), counts as. Sums saturate at it, so such a request never fits.
+pub const UNBOUNDED: i128 = i128::MAX;
+
+/// [`milli`], saturating: a quantity too large to count, or a value that is no quantity, is
+/// [`UNBOUNDED`]; a negative one counts as nothing.
+pub fn amount(value: &Value) -> i128 {
+    match milli(value) {
+        Some(m) => m.max(0),
+        None => {
+            let text = match value {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                _ => return UNBOUNDED,
+            };
+            match crate::quantity::parse(&text) {
+                Some(v) if v <= 0.0 => 0,
+                _ => UNBOUNDED,
+            }
+        }
+    }
+}
+
+/// The first node name listed twice: the nodes of a cluster are named uniquely, so a list
+/// that repeats one is not what `kubectl get nodes` returned (each copy would be counted).
+pub fn repeated_node(nodes: &[Node]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::new();
+    nodes
+        .iter()
+        .map(|n| n.metadata.name.as_str())
+        .find(|name| !seen.insert(*name))
 }
 
 #[cfg(test)]
