@@ -276,11 +276,7 @@ fn mode(namespace: &str, context: Option<&str>, service_account: Option<&Path>) 
     };
     // A namespace name is at most 63 bytes: read a little more, never the whole of what a
     // link may point at.
-    let own = input::read_if_present(&dir.join("namespace"), input::Kind::ServiceAccount)
-        .ok()
-        .flatten()
-        .map(|s| s.text().to_string())
-        .unwrap_or_default();
+    let own = read_bounded(&dir.join("namespace"), 256).unwrap_or_default();
     let own = own.trim_end_matches(['\n']);
     let shown_own = if own.is_empty() {
         "unknown".into()
@@ -297,6 +293,19 @@ fn mode(namespace: &str, context: Option<&str>, service_account: Option<&Path>) 
         );
     }
     out
+}
+
+/// At most `limit` bytes of the regular file `path` as text, whatever bytes it holds (they are
+/// shown escaped); `None` if it cannot be read.
+fn read_bounded(path: &Path, limit: u64) -> Option<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    input::open(path)
+        .ok()?
+        .take(limit)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn observe() -> Result<String, Refusal> {
