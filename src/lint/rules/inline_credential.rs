@@ -97,20 +97,30 @@ impl Rule for InlineCredential {
             if flagged.iter().any(|f| f == path) {
                 return;
             }
-            // Secret data is reported whole by `secret-data`; encrypted data is not secret.
-            if doc.kind == "Secret"
-                && matches!(path.first(), Some(Step::Key(k)) if k == "data" || k == "stringData")
-                || path
-                    .iter()
-                    .any(|s| matches!(s, Step::Key(k) if k == "encryptedData"))
+            // Encrypted data is not secret.
+            if path
+                .iter()
+                .any(|s| matches!(s, Step::Key(k) if k == "encryptedData"))
             {
                 return;
             }
-            let binary = doc.kind == "ConfigMap"
-                && matches!(path.first(), Some(Step::Key(k)) if k == "binaryData");
+            // A Secret's `data` and a ConfigMap's `binaryData` are base64: judged decoded, key by
+            // key, like any other value (a CA certificate or a flag is no credential).
+            let secret = doc.kind == "Secret"
+                && path.len() == 2
+                && matches!(path.first(), Some(Step::Key(k)) if k == "data" || k == "stringData");
+            let binary = matches!(
+                (doc.kind, path.first()),
+                ("ConfigMap", Some(Step::Key(k))) if k == "binaryData"
+            ) || (secret && matches!(path.first(), Some(Step::Key(k)) if k == "data"));
             let decoded = binary.then(|| secrets::decode_base64(value)).flatten();
             let text = decoded.as_deref().unwrap_or(value);
-            if let Some(f) = secrets::scan_assignment(name_of(doc, path), text).first() {
+            let name = name_of(doc, path);
+            let found = match secret {
+                true => secrets::scan_secret_entry(name, text),
+                false => secrets::scan_assignment(name, text),
+            };
+            if let Some(f) = found.first() {
                 report(out, f, text, path, node);
             }
         });
