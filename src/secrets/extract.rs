@@ -136,7 +136,8 @@ pub fn files(text: &str, out: &mut Vec<Candidate>) {
             }
         }
     }
-    if super::recognise::has_secret_hint(text) {
+    // A directive has a blank between its name and its value.
+    if text.contains([' ', '\t']) && super::recognise::has_secret_hint(text) {
         for c in DIRECTIVE.captures_iter(text) {
             let value = (2..=4)
                 .find_map(|i| c.get(i))
@@ -267,13 +268,19 @@ pub fn argv<S: AsRef<str>>(words: &[S]) -> Vec<(usize, Candidate)> {
     out
 }
 
-/// Tools of [`positional_secret`], as a text names them: a command line without an option or
-/// an assignment is only worth splitting when it runs one.
+/// Tools of [`positional_secret`], as a command line names them: one without an option or an
+/// assignment is only worth splitting when it runs one (and a command line has a blank).
 pub fn has_positional_tool(text: &str) -> bool {
-    text == "mc"
-        || ["htpasswd", "vault", "mc "]
+    text.contains(' ')
+        && ["htpasswd ", "vault ", "mc "]
             .iter()
             .any(|t| text.contains(t))
+}
+
+/// Whether an argv word is a tool of [`positional_secret`].
+pub fn is_positional_tool(word: &str) -> bool {
+    let tool = word.rsplit('/').next().unwrap_or(word);
+    matches!(tool, "htpasswd" | "vault" | "mc")
 }
 
 /// The word of a command that its tool takes as a secret by position, if any.

@@ -215,7 +215,7 @@ pub fn scan_argv<S: AsRef<str>>(words: &[S]) -> Vec<(usize, Finding)> {
     // Lists without an option or an assignment (ports, names, paths) hold no option value.
     if !words
         .iter()
-        .any(|w| w.as_ref().contains(['-', '=']) || extract::has_positional_tool(w.as_ref()))
+        .any(|w| w.as_ref().contains(['-', '=']) || extract::is_positional_tool(w.as_ref()))
     {
         return Vec::new();
     }

@@ -124,7 +124,7 @@ pub const SHAPES: [(Shape, &str); N_SHAPES] = [
     (AZURE, r"(?i:AccountKey|SharedAccessKey|SharedAccessSignature)=(?P<s>[A-Za-z0-9+/%]{20,}={0,2})"),
     (NPM, r"\bnpm_[A-Za-z0-9]{36}\b"),
     (PYPI, r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
-    (VAULT, r"\bhv[sbr]\.[\w-]{24,}|\bs\.[A-Za-z0-9]{24}\b"),
+    (VAULT, r"\bhv[sbr]\.[\w-]{24,}"),
     (TELEGRAM, r"(?:\b|/bot)(?P<s>[0-9]{5,16}:A[\w-]{34})\b"),
     (VENDOR, VENDOR_TOKENS),
     (JWT, r"\b(?:eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*|e[yw][A-Za-z0-9_=-]{10,}\.e[yw][A-Za-z0-9_=-]{10,}\.[A-Za-z0-9_=-]*|eyJ(?:hbGciOi|0eXAiOi)[A-Za-z0-9._-]{40,})"),
@@ -163,7 +163,7 @@ const SHAPE_LITERALS: [&[&str]; N_SHAPES] = [
     &["AccountKey=", "SharedAccessKey=", "SharedAccessSignature="],
     &["npm_"],
     &["pypi-AgE"],
-    &["hvs.", "hvb.", "hvr.", "s."],
+    &["hvs.", "hvb.", "hvr."],
     &[":A"],
     VENDOR_LITERALS,
     &["eyJ", ".ey", ".ew"],
@@ -221,30 +221,55 @@ pub fn candidate_shapes(text: &str) -> impl Iterator<Item = (Shape, &'static Reg
 }
 
 /// Name words that say the value is a credential (compound words cover `APIKEY`, `SECRETKEY`).
-const SECRET_WORDS: &str = "key keys token tokens secret secrets password passwords passwd pass \
+static SECRET_WORDS: Words = Words::new(
+    "key keys token tokens secret secrets password passwords passwd pass \
     pwd pw passphrase credential credentials creds apikey secretkey accesskey privatekey authtoken \
-    accesstoken authkey cookie session psk requirepass masterauth";
+    accesstoken authkey cookie session psk requirepass masterauth",
+);
 /// Name words that say a password: any value that is not a placeholder, a reference or a
 /// common word is one, however short, digits or not.
-const PASSWORD_WORDS: &str = "password passwords passwd pwd pw pass passphrase psk requirepass \
-    masterauth";
+static PASSWORD_WORDS: Words = Words::new(
+    "password passwords passwd pwd pw pass passphrase psk requirepass \
+    masterauth",
+);
 /// Name words that make the value *about* a credential: as the last word (`KMS_KEY_ID`,
 /// `TOKEN_URL`, `PASSWORD_FILE`, `secretName`, `secretKeyRef`) ...
-const QUALIFIERS: &str = "id ids name names file files path paths dir url uri endpoint host port \
+static QUALIFIERS: Words = Words::new(
+    "id ids name names file files path paths dir url uri endpoint host port \
     ref arn type kind mode length len size bits algorithm alg format header prefix field version \
     ttl expiry region mount namespace selector count enabled stdin policy env var command cmd \
     hash salt rotation provider store method required min max hasher hashing regex pattern \
     complexity strength encoder encoding scheme iterations rounds reset expiration expires lifetime \
-    hint label description help";
+    hint label description help",
+);
 /// ... or anywhere (`checksum/secret` holds a hash, `PUBLIC_KEY` is public).
-const NOT_SECRET_WORDS: &str = "public pub publishable site checksum hash digest sha sha1 sha256 \
-    fingerprint cache existing";
+static NOT_SECRET_WORDS: Words = Words::new(
+    "public pub publishable site checksum hash digest sha sha1 sha256 \
+    fingerprint cache existing",
+);
 /// Values under a password name that are settings, not passwords.
-const NOT_PASSWORDS: &str = "true false yes no on off required optional none null prompt stdin \
-    env file disabled enabled random generate auto";
+static NOT_PASSWORDS: Words = Words::new(
+    "true false yes no on off required optional none null prompt stdin \
+    env file disabled enabled random generate auto",
+);
 
-fn listed(list: &str, word: &str) -> bool {
-    list.split_whitespace().any(|w| w == word)
+/// A list of name words: written as one string to be read, looked up as a set (a name is
+/// looked up in several lists, and every value of a manifest has a name).
+struct Words(
+    &'static str,
+    OnceLock<std::collections::HashSet<&'static str>>,
+);
+
+impl Words {
+    const fn new(list: &'static str) -> Words {
+        Words(list, OnceLock::new())
+    }
+
+    fn has(&self, word: &str) -> bool {
+        self.1
+            .get_or_init(|| self.0.split_whitespace().collect())
+            .contains(word)
+    }
 }
 
 pub fn finding((kind, what): Shape, range: Range<usize>) -> Finding {
@@ -377,25 +402,28 @@ const SECRET_SUFFIXES: [&str; 10] = [
     "cookie",
 ];
 
-/// Every secret word and suffix contains one of these: a name without them is no credential
-/// name, and most names (`--epochs`, `image`, `app.kubernetes.io/name`) are ruled out without
-/// splitting them into words.
-const HINTS: [&[u8]; 11] = [
-    b"key", b"token", b"secret", b"pass", b"pwd", b"pw", b"cred", b"cookie", b"auth", b"session",
-    b"psk",
-];
-
-/// True when `text` holds a word a credential name needs (in any case). A loop, not an
-/// automaton: the texts are names and values, and building one costs more than the search.
+/// True when `text` holds a word a credential name needs (in any case): every secret word and
+/// suffix contains one of `key`, `token`, `secret`, `session`, `pass`, `pw`, `psk`, `cred`,
+/// `cookie`, `auth`, so that most names (`--epochs`, `image`, `app.kubernetes.io/name`) are
+/// ruled out without splitting them into words. A loop on the first letter, not an automaton:
+/// the texts are names and values, and building one costs more than the search.
 pub fn has_secret_hint(text: &str) -> bool {
     let bytes = text.as_bytes();
-    bytes.iter().enumerate().any(|(i, b)| {
-        matches!(b | 0x20, b'k' | b't' | b's' | b'p' | b'c' | b'a')
-            && HINTS.iter().any(|h| {
-                bytes
-                    .get(i..i + h.len())
-                    .is_some_and(|w| w.eq_ignore_ascii_case(h))
-            })
+    (0..bytes.len()).any(|i| {
+        let at = |h: &[u8]| {
+            bytes
+                .get(i..i + h.len())
+                .is_some_and(|w| w.eq_ignore_ascii_case(h))
+        };
+        match bytes[i] | 0x20 {
+            b'k' => at(b"key"),
+            b't' => at(b"token"),
+            b's' => at(b"secret") || at(b"session"),
+            b'p' => at(b"pass") || at(b"pw") || at(b"psk"),
+            b'c' => at(b"cred") || at(b"cookie"),
+            b'a' => at(b"auth"),
+            _ => false,
+        }
     })
 }
 
@@ -416,12 +444,12 @@ pub fn name_kind(name: &str) -> NameKind {
             *w = (*suffix).to_owned();
         }
     }
-    if !words.iter().any(|w| listed(SECRET_WORDS, w))
-        || words.last().is_some_and(|w| listed(QUALIFIERS, w))
-        || words.iter().any(|w| listed(NOT_SECRET_WORDS, w))
+    if !words.iter().any(|w| SECRET_WORDS.has(w))
+        || words.last().is_some_and(|w| QUALIFIERS.has(w))
+        || words.iter().any(|w| NOT_SECRET_WORDS.has(w))
     {
         NameKind::None
-    } else if words.iter().any(|w| listed(PASSWORD_WORDS, w)) {
+    } else if words.iter().any(|w| PASSWORD_WORDS.has(w)) {
         NameKind::Password
     } else {
         NameKind::Secret
@@ -431,9 +459,11 @@ pub fn name_kind(name: &str) -> NameKind {
 /// Name words that say an API credential rather than any key: under them a UUID or a
 /// digest-length hex run is the credential (Heroku and HubSpot keys are UUIDs, many secrets 64
 /// or 128 hex), while `RUN_KEY`, `IDEMPOTENCY_TOKEN` or `CACHE_KEY` hold ids and digests.
-const STRONG_WORDS: &str = "api apikey secret secretkey secrets access accesskey auth authkey \
+static STRONG_WORDS: Words = Words::new(
+    "api apikey secret secretkey secrets access accesskey auth authkey \
     authtoken private privatekey password passwd pwd pw license licence master client signing \
-    webhook";
+    webhook",
+);
 
 /// The name model for one assignment; `base` is the byte offset of `value` in the scanned text.
 pub fn name_rule(name: &str, value: &str, base: usize) -> Option<Finding> {
@@ -455,7 +485,7 @@ pub fn named_value(kind: NameKind, name: &str, value: &str, base: usize) -> Opti
     let has = |w: &str| words.iter().any(|x| x == w);
     // Under a credential name, a UUID or a digest-length hex run is the key itself (UUID-shaped
     // API keys, 64- and 128-hex secrets): only elsewhere is it an id or a digest.
-    let keyed = is_bare_hex_or_uuid(v) && words.iter().any(|w| listed(STRONG_WORDS, w));
+    let keyed = is_bare_hex_or_uuid(v) && words.iter().any(|w| STRONG_WORDS.has(w));
     if !keyed && dismissed(v).is_some() {
         return None;
     }
@@ -482,9 +512,9 @@ pub fn named_value(kind: NameKind, name: &str, value: &str, base: usize) -> Opti
             && lower
                 .rsplit(['-', '.'])
                 .next()
-                .is_some_and(|last| listed(SECRET_WORDS, last));
+                .is_some_and(|last| SECRET_WORDS.has(last));
         let setting =
-            listed(NOT_PASSWORDS, &lower) || v.bytes().all(|b| b.is_ascii_digit()) || object_name;
+            NOT_PASSWORDS.has(&lower) || v.bytes().all(|b| b.is_ascii_digit()) || object_name;
         return (!setting).then(|| finding(PASSWORD, range));
     }
     if keyed {
