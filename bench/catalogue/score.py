@@ -19,6 +19,8 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from readme_table import replace_between  # noqa: E402
 CORPUS = ROOT / "tests" / "redaction" / "catalogue.jsonl"
 RULES = ROOT / "bench" / "catalogue" / "rules.tsv"
 
@@ -72,11 +74,7 @@ def main():
         if "missed" in l:
             print(l)
     if table_file:
-        doc = table_file.read_text()
-        begin, end = "<!-- catalogue:begin -->", "<!-- catalogue:end -->"
-        head, rest = doc.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        table_file.write_text(f"{head}{begin}\n{text}\n{end}{tail}")
+        replace_between(table_file, "catalogue", text)
 
 
 if __name__ == "__main__":
