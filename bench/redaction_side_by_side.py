@@ -22,7 +22,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from readme_table import replace_between
+from readme_table import replace_between, take_option
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "redaction"
@@ -102,11 +102,7 @@ def table(files, results):
 
 def main():
     args = sys.argv[1:]
-    readme = None
-    if "--readme" in args:
-        i = args.index("--readme")
-        readme = Path(args[i + 1])
-        del args[i:i + 2]
+    readme = take_option(args, "--readme")
     tao_bin, gl_bin, ds_bin = (str(Path(a).resolve()) for a in args)
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from readme_table import replace_between  # noqa: E402
+from readme_table import replace_between, take_option  # noqa: E402
 CORPUS = ROOT / "tests" / "redaction" / "catalogue.jsonl"
 RULES = ROOT / "bench" / "catalogue" / "rules.tsv"
 
@@ -42,11 +42,7 @@ def found(binary, samples):
 
 def main():
     args = sys.argv[1:]
-    table_file = None
-    if "--table" in args:
-        i = args.index("--table")
-        table_file = Path(args[i + 1])
-        del args[i:i + 2]
+    table_file = take_option(args, "--table")
     samples = [json.loads(l) for l in CORPUS.read_text().splitlines() if l.strip()]
     hits = found(args[0], samples)
     by_rule = defaultdict(lambda: [0, 0, set()])
