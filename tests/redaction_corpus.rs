@@ -1,21 +1,30 @@
-//! The redaction rules (`TK101 inline-credential`, `TK102 secret-data`) against a corpus of
-//! realistic manifests in `tests/redaction/`: `NN-<what>.yaml` files are written by hand,
+//! The redaction rule (`TK101 inline-credential`) against corpora it was not written from.
+//!
+//! The redaction corpus, `tests/redaction/`: `NN-<what>.yaml` files are written by hand,
 //! `gen-NNN-<family>-<place>.yaml` files by `tests/redaction/gen.py` from hand-written templates
 //! and the families it plants (the expectations come from what was planted, never from a
-//! scanner's output).
+//! scanner's output). It has two parts: the development part (`positive/`, `negative/`), that
+//! the detector is tuned on, and the held-out part (`heldout/positive/`, `heldout/negative/`: a
+//! quarter of the files by a hash of their name, and real-world shapes from public Helm charts),
+//! that it is not: its figure is the one that says how the detector does on what it has not
+//! seen.
 //!
 //! * `positive/` files plant exactly one (obviously fake) credential and mark the line it must
-//!   be reported on with `# expect: TK101` (or `TK102`), as the rule fixtures do; the header
+//!   be reported on with `# expect: TK101`, as the rule fixtures do; the header
 //!   lists the planted literal(s) as `# planted: <literal>` comments and the family as
 //!   `# family: <name>`. A file counts as found when its marked line is reported.
 //! * `negative/` files hold no credential but near-misses (encrypted values, public keys,
 //!   digests, ids, placeholders, references, credential files without a credential). A file
 //!   with any report is a false positive.
 //!
-//! Goals, per family and overall: recall >= 0.98, false-positive rate <= 0.01.
+//! Goals: on the development part, per family and overall, recall >= 0.98 and false-positive
+//! rate <= 0.01; on the held-out part, overall, recall >= 0.97 and false-positive rate <= 0.01.
 //!
-//! No message may show a planted credential: the rules mask a value as its first 4 characters
-//! then `****`.
+//! The catalogue corpus, `tests/redaction/catalogue.jsonl`: credentials sampled from the regexes
+//! of the gitleaks and TruffleHog rule catalogues, each planted in a Kubernetes place, by
+//! `bench/catalogue/gen.py`. Goal: recall >= 0.98.
+//!
+//! No message may show a planted credential: a masked value shows at most a public prefix.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -23,17 +32,25 @@ use tao_k8s::lint::{Reported, Selection, lint};
 use tao_k8s::source::Source;
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redaction");
-const MIN_FILES: usize = 300;
-const MIN_RECALL: f64 = 0.98;
-const MAX_FP_RATE: f64 = 0.01;
+/// The parts of the corpus: directory, fewest files a side, recall and false-positive goals,
+/// whether the goals hold per family (else overall only).
+const PARTS: [(&str, usize, f64, f64, bool); 2] = [
+    ("", 250, 0.98, 0.01, true),
+    ("heldout", 80, 0.97, 0.01, false),
+];
+const CATALOGUE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/redaction/catalogue.jsonl"
+);
+const CATALOGUE_RECALL: f64 = 0.98;
 const FAMILY: &str = "# family: ";
-const CODES: [&str; 2] = ["TK101", "TK102"];
+const CODES: [&str; 1] = ["TK101"];
 const EXPECT: &str = "# expect: ";
 const PLANTED: &str = "# planted: ";
 
-/// The corpus files of one side, sorted, each named `NN-<what>.yaml`.
-fn corpus(side: &str) -> Vec<PathBuf> {
-    let dir = Path::new(CORPUS).join(side);
+/// The corpus files of one side of one part, sorted, each named `NN-<what>.yaml`.
+fn corpus(part: &str, side: &str) -> Vec<PathBuf> {
+    let dir = Path::new(CORPUS).join(part).join(side);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.expect("readable directory entry").path())
@@ -146,9 +163,10 @@ fn occurs(text: &str, needle: &str, depth: usize) -> bool {
 }
 
 fn name(path: &Path) -> String {
-    let side = path.parent().and_then(Path::file_name).unwrap_or_default();
-    let file = path.file_name().unwrap_or_default();
-    format!("{}/{}", side.to_string_lossy(), file.to_string_lossy())
+    path.strip_prefix(CORPUS)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn describe(reported: &[Reported]) -> String {
@@ -165,15 +183,21 @@ fn describe(reported: &[Reported]) -> String {
 
 #[test]
 fn the_corpus_is_large_enough_and_well_formed() {
-    let (positives, negatives) = (corpus("positive"), corpus("negative"));
+    for (part, min_files, ..) in PARTS {
+        well_formed(part, min_files);
+    }
+}
+
+fn well_formed(part: &str, min_files: usize) {
+    let (positives, negatives) = (corpus(part, "positive"), corpus(part, "negative"));
     assert!(
-        positives.len() >= MIN_FILES,
-        "{} positive files, want >= {MIN_FILES}",
+        positives.len() >= min_files,
+        "{part}: {} positive files, want >= {min_files}",
         positives.len()
     );
     assert!(
-        negatives.len() >= MIN_FILES,
-        "{} negative files, want >= {MIN_FILES}",
+        negatives.len() >= min_files,
+        "{part}: {} negative files, want >= {min_files}",
         negatives.len()
     );
     for path in &positives {
@@ -229,8 +253,19 @@ fn the_corpus_is_large_enough_and_well_formed() {
 type Tally = std::collections::BTreeMap<String, (usize, usize)>;
 
 #[test]
-fn recall_and_false_positive_rate_meet_the_goals() {
-    let (positives, negatives) = (corpus("positive"), corpus("negative"));
+fn recall_and_false_positive_rate_meet_the_goals_on_the_development_part() {
+    let (part, _, recall, fp_rate, per_family) = PARTS[0];
+    goals(part, recall, fp_rate, per_family);
+}
+
+#[test]
+fn recall_and_false_positive_rate_meet_the_goals_on_the_held_out_part() {
+    let (part, _, recall, fp_rate, per_family) = PARTS[1];
+    goals(part, recall, fp_rate, per_family);
+}
+
+fn goals(part: &str, min_recall: f64, max_fp_rate: f64, per_family: bool) {
+    let (positives, negatives) = (corpus(part, "positive"), corpus(part, "negative"));
     let (mut found, mut flagged) = (Tally::new(), Tally::new());
     let (mut misses, mut alarms, mut extras) = (Vec::new(), Vec::new(), Vec::new());
     for path in &positives {
@@ -271,7 +306,8 @@ fn recall_and_false_positive_rate_meet_the_goals() {
     let rate = |(n, k): (usize, usize)| k as f64 / n.max(1) as f64;
     let total = |t: &Tally| t.values().fold((0, 0), |a, v| (a.0 + v.0, a.1 + v.1));
     let mut failures = Vec::new();
-    eprintln!("redaction corpus, positives: family, files, found, recall");
+    let part = if part.is_empty() { "development" } else { part };
+    eprintln!("redaction corpus ({part}), positives: family, files, found, recall");
     for (fam, &counts) in found.iter().chain([(&"all".to_string(), &total(&found))]) {
         eprintln!(
             "  {fam:<24} {:>4} {:>4} {:.3}",
@@ -279,14 +315,14 @@ fn recall_and_false_positive_rate_meet_the_goals() {
             counts.1,
             rate(counts)
         );
-        if rate(counts) < MIN_RECALL {
+        if (per_family || fam == "all") && rate(counts) < min_recall {
             failures.push(format!(
-                "recall of {fam} is {:.3} < {MIN_RECALL}",
+                "{part}: recall of {fam} is {:.3} < {min_recall}",
                 rate(counts)
             ));
         }
     }
-    eprintln!("redaction corpus, negatives: family, files, flagged, false-positive rate");
+    eprintln!("redaction corpus ({part}), negatives: family, files, flagged, false-positive rate");
     for (fam, &counts) in flagged
         .iter()
         .chain([(&"all".to_string(), &total(&flagged))])
@@ -297,9 +333,9 @@ fn recall_and_false_positive_rate_meet_the_goals() {
             counts.1,
             rate(counts)
         );
-        if rate(counts) > MAX_FP_RATE {
+        if (per_family || fam == "all") && rate(counts) > max_fp_rate {
             failures.push(format!(
-                "false-positive rate of {fam} is {:.3} > {MAX_FP_RATE}",
+                "{part}: false-positive rate of {fam} is {:.3} > {max_fp_rate}",
                 rate(counts)
             ));
         }
@@ -310,7 +346,7 @@ fn recall_and_false_positive_rate_meet_the_goals() {
         "redaction corpus: {} positive files with unmarked findings ({extra_rate:.3})",
         extras.len()
     );
-    if extra_rate > MAX_FP_RATE {
+    if extra_rate > max_fp_rate {
         failures.push(format!(
             "unmarked findings in {extra_rate:.3} of the positives"
         ));
@@ -325,7 +361,7 @@ fn recall_and_false_positive_rate_meet_the_goals() {
 fn messages_never_show_a_planted_credential() {
     let mut failures = Vec::new();
     let mut checked = 0;
-    for path in corpus("positive") {
+    for path in PARTS.iter().flat_map(|(part, ..)| corpus(part, "positive")) {
         let (text, reported) = lint_file(&path);
         for r in &reported {
             let message = &r.diagnostic.message;
@@ -333,14 +369,11 @@ fn messages_never_show_a_planted_credential() {
             if !message.contains("****`") {
                 failures.push(format!("{}: no masked value in {message:?}", name(&path)));
             }
+            // What the message quotes of the input; the rest is the rule's own words.
+            let quoted: String = message.split('`').skip(1).step_by(2).collect();
             for literal in planted(&text) {
-                // Not the literal, nor any 8 consecutive characters of it: the mask keeps 4
-                // (none of a value under 8 characters).
-                let chars: Vec<char> = literal.chars().collect();
-                let leak = chars
-                    .windows(8.min(chars.len()))
-                    .map(|w| w.iter().collect::<String>())
-                    .find(|w| message.contains(w.as_str()));
+                // No 6 consecutive characters of its body: a mask shows a public prefix at most.
+                let leak = body_window(literal, &quoted);
                 if let Some(leak) = leak {
                     failures.push(format!(
                         "{}: {message:?} shows {leak:?} of {literal:?}",
@@ -353,4 +386,75 @@ fn messages_never_show_a_planted_credential() {
     eprintln!("redaction corpus: {checked} messages checked for planted credentials");
     assert!(checked > 0, "no message to check");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A window of 6 characters of `secret`'s body (past the public prefix a mask may show) that
+/// `shown` holds, if any.
+fn body_window(secret: &str, shown: &str) -> Option<String> {
+    let prefix = tao_k8s::secrets::public_prefix(secret).map_or(0, str::len);
+    let body: Vec<char> = secret[prefix..].chars().collect();
+    body.windows(6.min(body.len()))
+        .map(|w| w.iter().collect::<String>())
+        .find(|w| shown.contains(w.as_str()))
+}
+
+/// One sample of the catalogue corpus.
+#[derive(serde::Deserialize)]
+struct Sample {
+    catalogue: String,
+    rule: String,
+    place: String,
+    secret: String,
+    /// The line a report must be on.
+    line: usize,
+    manifest: String,
+}
+
+#[test]
+fn recall_on_the_catalogue_corpus_meets_the_goal() {
+    let text = std::fs::read_to_string(CATALOGUE).expect("readable catalogue corpus");
+    let samples: Vec<Sample> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a sample per line"))
+        .collect();
+    assert!(samples.len() >= 1000, "{} samples", samples.len());
+    let selection = Selection {
+        select: vec!["inline-credential".into()],
+        ..Default::default()
+    };
+    let mut misses = Vec::new();
+    let mut leaks = Vec::new();
+    for (i, s) in samples.iter().enumerate() {
+        let source = Source::new(format!("sample-{i}.yaml"), s.manifest.clone());
+        let reported = lint(&source, &selection).unwrap_or_else(|e| panic!("sample {i}: {e}"));
+        if !reported
+            .iter()
+            .any(|r| r.line == s.line && r.diagnostic.code == "TK101")
+        {
+            misses.push(format!("{} {} in {}", s.catalogue, s.rule, s.place));
+        }
+        for r in &reported {
+            // What the message quotes of the input (the rest is the rule's own words, and a
+            // webhook URL's host is in them: "a webhook URL").
+            let shown = &r.diagnostic.message;
+            let quoted: String = shown.split('`').skip(1).step_by(2).collect();
+            if let Some(w) = body_window(&s.secret, &quoted) {
+                leaks.push(format!("{} {}: {shown:?} shows {w:?}", s.catalogue, s.rule));
+            }
+        }
+    }
+    let recall = 1.0 - misses.len() as f64 / samples.len() as f64;
+    eprintln!(
+        "catalogue corpus: {} samples, {} missed, recall {recall:.3}",
+        samples.len(),
+        misses.len()
+    );
+    for m in &misses {
+        eprintln!("  missed: {m}");
+    }
+    assert!(leaks.is_empty(), "{}", leaks.join("\n"));
+    assert!(
+        recall >= CATALOGUE_RECALL,
+        "recall {recall:.3} < {CATALOGUE_RECALL}"
+    );
 }

@@ -462,14 +462,19 @@ fn result(d: &Diagnostic, item: &Json, file: &File, redactor: &Redactor) -> Json
         "severity": severity,
         "tags": {"code": d.code},
     });
+    // The reference echoes the input too: masked like the message.
     let metadata = &item["metadata"];
+    let shown = |v: &Json| match v.as_str() {
+        Some(s) => Json::from(redactor.text(s)),
+        None => v.clone(),
+    };
     let mut reference = json!({
-        "apiVersion": item["apiVersion"],
-        "kind": item["kind"],
-        "name": metadata["name"],
+        "apiVersion": shown(&item["apiVersion"]),
+        "kind": shown(&item["kind"]),
+        "name": shown(&metadata["name"]),
     });
     if let Some(ns) = metadata["namespace"].as_str() {
-        reference["namespace"] = ns.into();
+        reference["namespace"] = redactor.text(ns).into();
     }
     r["resourceRef"] = reference;
     if let Some(path) = &d.path {

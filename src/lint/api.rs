@@ -172,7 +172,7 @@ pub fn shown(node: &Node, max: usize) -> String {
 /// [`shown`] for a string. Masked before it is cut, so that a cut credential is still
 /// recognised.
 pub fn shown_str(s: &str, max: usize) -> String {
-    let masked = crate::secrets::redact(s);
+    let masked = crate::secrets::redact_text(s);
     let mut cut: String = masked
         .chars()
         .take(max)

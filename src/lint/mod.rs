@@ -241,13 +241,26 @@ fn matches(meta: &Meta, names: &[String]) -> bool {
     })
 }
 
+/// Rules that run only when `--select` names them by code or name, never by default or by
+/// their group: a policy some projects want and others do not (`secret-data`: no Secret
+/// object with values in the manifest at all).
+pub const OPT_IN: [&str; 1] = ["TK102"];
+
 impl Selection {
     /// The rules this selection runs, in registry order.
     pub fn rules(&self) -> Vec<&'static dyn Rule> {
+        let named = |meta: &Meta| {
+            self.select
+                .iter()
+                .any(|n| meta.code.eq_ignore_ascii_case(n) || meta.name.eq_ignore_ascii_case(n))
+        };
         registry::RULES
             .iter()
             .copied()
-            .filter(|r| self.select.is_empty() || matches(r.meta(), &self.select))
+            .filter(|r| match OPT_IN.contains(&r.meta().code) {
+                true => named(r.meta()),
+                false => self.select.is_empty() || matches(r.meta(), &self.select),
+            })
             .filter(|r| !matches(r.meta(), &self.ignore))
             .collect()
     }

@@ -15,9 +15,21 @@ fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("dismiss.rs patterns are valid")
 }
 
+/// Whole values that are a template's slot: shell and Kubernetes expansions, Go/Helm/Jinja
+/// templates, Octopus `#{Name}`, Python `%(name)s` and `{name}`, Windows `%NAME%`, `@NAME@`
+/// and `__NAME__` token-replacement markers.
 static REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"^(?:\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*\}\}|%\{[^}]*\})$")
+    re(
+        r"^(?:\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*\}\}|%\{[^}]*\}|#\{[^}]*\}#?|%\([A-Za-z_][\w.]*\)[sdr]|\{[A-Za-z_][\w.]*\}|%[A-Za-z_]\w*%|@[A-Za-z_]\w*@|__[A-Za-z_]\w*__)$",
+    )
 });
+/// Values published in documentation as examples, safe by being public: the jwt.io sample
+/// token's signature, Stripe's documented test keys, AWS's EXAMPLE keys (caught by EXAMPLE).
+const DOC_EXAMPLES: [&str; 3] = [
+    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    "sk_test_4eC39HqLyjWDarjtT1zdp7dc",
+    "sk_test_BQokikJOvBiI2HlWgH4olfQ2",
+];
 /// Lowercase words joined by `-`, `.` or `_` (Kubernetes names, UUIDs, snake_case keys) or an
 /// env var name (`NGC_API_KEY_2`). Random tokens mix case, so they never match; uppercase groups
 /// joined by `-` (`ABCD-1234-…` licence keys) are not exempt.
@@ -33,11 +45,15 @@ static UUID_OR_ULID: LazyLock<Regex> = LazyLock::new(|| {
         r"^(?:(?i:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})|[0-7][0-9A-HJKMNP-TV-Z]{25})$",
     )
 });
-/// Public by design: Stripe publishable keys, reCAPTCHA site keys, SSH public keys (a bare
-/// base64 body starts `AAAA` + the algorithm's length), OpenPGP public key blocks.
+/// A UUID inside a longer value (`access-sandbox-<uuid>`): a prefixed key, not a name.
+static UUID_INSIDE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"));
+/// Public by design: Stripe publishable keys, PostHog project keys, reCAPTCHA site keys, SSH
+/// public keys (a bare base64 body starts `AAAA` + the algorithm's length), OpenPGP public key
+/// blocks.
 static PUBLIC: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"^(?:pk_(?:live|test)_[A-Za-z0-9]+|6L[0-9A-Za-z_-]{38}|(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com) AAAA\S+.*|AAAA[BC]3Nza[A-Za-z0-9+/=]+|-----BEGIN PGP PUBLIC KEY BLOCK-----[\s\S]*)$",
+        r"^(?:pk_(?:live|test)_[A-Za-z0-9]+|phc_[A-Za-z0-9]{30,}|6L[0-9A-Za-z_-]{38}|(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com) AAAA\S+.*|AAAA[BC]3Nza[A-Za-z0-9+/=]+|-----BEGIN PGP PUBLIC KEY BLOCK-----[\s\S]*)$",
     )
 });
 /// Encrypted at rest: SOPS values, age and PGP armored messages, Ansible vault.
@@ -85,6 +101,8 @@ pub fn is_placeholder(value: &str) -> bool {
 pub fn dismissed(v: &str) -> Option<&'static str> {
     if is_placeholder(v) {
         Some("placeholder")
+    } else if DOC_EXAMPLES.iter().any(|e| v.contains(e)) {
+        Some("documentation example")
     } else if ENCRYPTED.is_match(v) {
         Some("encrypted")
     } else if PUBLIC.is_match(v) {
@@ -104,18 +122,42 @@ pub fn is_digest(v: &str) -> bool {
         || DIGEST_OR_DATE.is_match(v)
 }
 
-/// Lowercase words joined by `-`, `.`, `_`, or an env var name: `db-password-secret`.
+/// Lowercase words joined by `-`, `.`, `_`, or an env var name: `db-password-secret`. Not
+/// when its parts are random rather than words: more than half of them mix letters and digits
+/// (switching between them at least twice)
+/// (`x7k2-p9q4-m3n8`, a prefixed UUID `rh-api-1b4e28ba-…`), or one of 11 or more characters
+/// does (`pul-` or `key-` and 32 hex; a pod-template hash has 10).
 pub fn is_dashed_name(v: &str) -> bool {
-    IDENTIFIER.is_match(v)
+    if !IDENTIFIER.is_match(v) {
+        return false;
+    }
+    // Random parts switch between letters and digits (`7f9c2`); words with a number do not
+    // (`resnet18`, `v2`).
+    let mixed = |p: &str| {
+        p.as_bytes()
+            .windows(2)
+            .filter(|w| w[0].is_ascii_digit() != w[1].is_ascii_digit())
+            .count()
+            >= 2
+    };
+    if UUID_INSIDE.is_match(v) {
+        return false;
+    }
+    let parts: Vec<&str> = v.split(['-', '.', '_']).collect();
+    let random = parts.iter().filter(|p| mixed(p)).count();
+    random * 2 <= parts.len() && !parts.iter().any(|p| p.len() >= 11 && mixed(p))
+}
+
+/// A UUID or bare hex of a digest's length: an id or a digest, except under a credential name.
+pub fn is_bare_hex_or_uuid(v: &str) -> bool {
+    (matches!(v.len(), 56 | 64 | 96 | 128) && v.bytes().all(|b| b.is_ascii_hexdigit()))
+        || (v.len() == 36 && UUID_OR_ULID.is_match(v))
 }
 
 /// Names and ids rather than random text: Kubernetes names, env var names, camelCase words,
 /// digests, dates, UUIDs.
 pub fn is_identifier(v: &str) -> bool {
-    IDENTIFIER.is_match(v)
-        || is_camel_words(v)
-        || DIGEST_OR_DATE.is_match(v)
-        || UUID_OR_ULID.is_match(v)
+    is_dashed_name(v) || is_camel_words(v) || DIGEST_OR_DATE.is_match(v) || UUID_OR_ULID.is_match(v)
 }
 
 /// camelCase/PascalCase words (`awsSecretAccessKey2`, `PublicIpv4Pools`, a `secretKeyRef.key`):
@@ -136,7 +178,7 @@ fn is_camel_words(v: &str) -> bool {
 /// References to a secret rather than the secret: shell expansions, templates (anywhere in the
 /// value: `cache-{{ checksum }}`), AWS ARNs, paths, URLs (a URL password has its own shape).
 pub fn is_reference(v: &str) -> bool {
-    ["${", "$(", "{{", "<<", "://", "%{"]
+    ["${", "$(", "{{", "<<", "://", "%{", "#{", "%("]
         .iter()
         .any(|p| v.contains(p))
         || v.starts_with('$')

@@ -47,10 +47,18 @@ static PGPASS: LazyLock<Regex> = LazyLock::new(|| {
 /// XML elements with text (Maven `settings.xml`: `<password>…</password>`).
 static XML: LazyLock<Regex> =
     LazyLock::new(|| re(r"<([A-Za-z][\w.:-]*)>[ \t]*([^<\s]+)[ \t]*</([A-Za-z][\w.:-]*)>"));
-/// `Authorization: Bearer …`, `Basic …`, `token …` (headers in curl arguments, probes, files).
+/// `Authorization: Bearer …`, `Basic …`, `token …` (headers in curl arguments, probes, files),
+/// also as an nginx directive's argument (`proxy_set_header Authorization "Basic …";`).
 static AUTH_HEADER: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r#"(?i)\b(?:proxy-)?authorization\\?["']?\s*[:=]\s*\\?["']?(?:bearer|basic|token|apikey|sso-key)\s+([A-Za-z0-9._~+/=:-]{8,})"#,
+        r#"(?i)\b(?:proxy-)?authorization\\?["']?(?:\s*[:=]\s*|[ \t]+)\\?["']?(?:bearer|basic|token|apikey|sso-key)\s+([A-Za-z0-9._~+/=:-]{8,})"#,
+    )
+});
+/// A config directive, `name value` alone on its line: redis `requirepass …`, fluent-bit
+/// `HTTP_Passwd …`, keepalived `auth_pass …` (judged by the name model like any assignment).
+static DIRECTIVE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r#"(?m)^[ \t]*([A-Za-z_][A-Za-z0-9_.-]*)[ \t]+(?:"([^"\n]+)"|'([^'\n]+)'|([^\s"'#;]+))[ \t]*;?[ \t]*$"#,
     )
 });
 
@@ -128,6 +136,15 @@ pub fn files(text: &str, out: &mut Vec<Candidate>) {
             }
         }
     }
+    // A directive has a blank between its name and its value.
+    if text.contains([' ', '\t']) && super::recognise::has_secret_hint(text) {
+        for c in DIRECTIVE.captures_iter(text) {
+            let value = (2..=4)
+                .find_map(|i| c.get(i))
+                .expect("one value group participates");
+            push(&c[1], value.range(), false);
+        }
+    }
     if text.len() >= 20
         && text
             .as_bytes()
@@ -149,6 +166,10 @@ pub fn argv<S: AsRef<str>>(words: &[S]) -> Vec<(usize, Candidate)> {
     // A list that starts with an option is the arguments of an image's entrypoint.
     let mut expect_cmd = words.first().is_some_and(|w| !w.as_ref().starts_with('-'));
     let mut login = false;
+    // The command's words that are not options: `htpasswd -b FILE USER PASS`, `vault login
+    // TOKEN`, `mc alias set NAME URL ACCESS SECRET` put a credential at a fixed position.
+    let mut positionals: Vec<usize> = Vec::new();
+    let mut flags = String::new();
     let mut push = |i: usize, name: &str, range: Range<usize>| {
         out.push((
             i,
@@ -165,6 +186,10 @@ pub fn argv<S: AsRef<str>>(words: &[S]) -> Vec<(usize, Candidate)> {
             .map(AsRef::as_ref)
             .filter(|n| !n.starts_with('-') && !n.is_empty());
         if matches!(w, "&&" | "||" | ";" | "|" | "then" | "do" | "(" | "{" | "#") {
+            if let Some(at) = positional_secret(&tool, &flags, &positionals, words) {
+                push(at, "password", 0..words[at].as_ref().len());
+            }
+            (positionals, flags) = (Vec::new(), String::new());
             expect_cmd = true;
             login = false;
             continue;
@@ -209,8 +234,10 @@ pub fn argv<S: AsRef<str>>(words: &[S]) -> Vec<(usize, Candidate)> {
             continue;
         }
         let Some(short) = w.strip_prefix('-').filter(|s| !s.is_empty()) else {
+            positionals.push(i);
             continue;
         };
+        flags.push_str(short);
         // The flag is one character, which need not be one byte (`-\u{2028}`).
         let (flag, glued) = short.split_at(short.chars().next().map_or(0, char::len_utf8));
         let value = if glued.is_empty() {
@@ -235,7 +262,48 @@ pub fn argv<S: AsRef<str>>(words: &[S]) -> Vec<(usize, Candidate)> {
             _ => {}
         }
     }
+    if let Some(at) = positional_secret(&tool, &flags, &positionals, words) {
+        push(at, "password", 0..words[at].as_ref().len());
+    }
     out
+}
+
+/// Tools of [`positional_secret`], as a command line names them: one without an option or an
+/// assignment is only worth splitting when it runs one (and a command line has a blank).
+pub fn has_positional_tool(text: &str) -> bool {
+    text.contains(' ')
+        && ["htpasswd ", "vault ", "mc "]
+            .iter()
+            .any(|t| text.contains(t))
+}
+
+/// Whether an argv word is a tool of [`positional_secret`].
+pub fn is_positional_tool(word: &str) -> bool {
+    let tool = word.rsplit('/').next().unwrap_or(word);
+    matches!(tool, "htpasswd" | "vault" | "mc")
+}
+
+/// The word of a command that its tool takes as a secret by position, if any.
+fn positional_secret<S: AsRef<str>>(
+    tool: &str,
+    flags: &str,
+    positionals: &[usize],
+    words: &[S],
+) -> Option<usize> {
+    let word = |k: usize| positionals.get(k).map(|&i| words[i].as_ref());
+    let at = match tool {
+        // `-b`: the password on the command line; `-n`: no file, to stdout.
+        "htpasswd" if flags.contains('b') => {
+            positionals.get(if flags.contains('n') { 1 } else { 2 })
+        }
+        "vault" if word(0) == Some("login") => positionals.get(1),
+        "mc" if word(0) == Some("alias") && word(1) == Some("set") => positionals.get(5),
+        "mc" if word(0) == Some("config") && word(1) == Some("host") && word(2) == Some("add") => {
+            positionals.get(6)
+        }
+        _ => None,
+    };
+    at.copied().filter(|&i| !words[i].as_ref().contains('='))
 }
 
 /// Shell text split into words (POSIX rules), the argv rules applied, each value located back
@@ -258,7 +326,7 @@ fn shell_at(text: &str, base: usize, depth: usize, out: &mut Vec<Candidate>) {
 }
 
 fn line_at(text: &str, base: usize, depth: usize, out: &mut Vec<Candidate>) {
-    if !text.contains('-') && !text.contains('=') {
+    if !text.contains('-') && !text.contains('=') && !has_positional_tool(text) {
         return;
     }
     let words =

@@ -65,13 +65,13 @@ pub struct Finding {
 }
 
 static PEM_BEGIN: LazyLock<Regex> =
-    LazyLock::new(|| re(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"));
+    LazyLock::new(|| re(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"));
 static PEM_END: LazyLock<Regex> =
-    LazyLock::new(|| re(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"));
+    LazyLock::new(|| re(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"));
 /// Base64 right after the header (past newlines, escaped `\n`s and `Proc-Type:`-style lines):
 /// a bare header, as in `grep "BEGIN RSA PRIVATE KEY"`, is not a key.
 static PEM_BODY: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"^(?:\s|\\[nr])*(?:[A-Za-z-]+: [^\n\\]*(?:\s|\\[nr])+)*[A-Za-z0-9+/=]{20,}")
+    re(r"^(?:\s|\\[nr])*(?:[A-Za-z-]+: [^\n\\]*(?:\s|\\[nr])+)*[A-Za-z0-9+/=_-]{20,}")
 });
 /// Docker config JSON, possibly escaped inside another string (`{\"auths\": …}`).
 static DOCKER_AUTHS: LazyLock<Regex> = LazyLock::new(|| re(r#"\\?"auths\\?"\s*:\s*\{"#));
@@ -103,7 +103,7 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
     }
     // Each regex below runs (and is compiled) only on text that holds its literal.
     let pems = text
-        .contains("-----BEGIN ")
+        .contains("-----BEGIN")
         .then(|| PEM_BEGIN.find_iter(text));
     for begin in pems.into_iter().flatten() {
         // Through the END line, or to the end of a truncated text.
@@ -138,7 +138,17 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
                     .name("s")
                     .or_else(|| c.get(0))
                     .expect("a match has group 0");
-                if dismiss::dismissed(m.as_str()).is_none() {
+                // `mailto:user@host` and its kin are addresses, not `user:password@host`.
+                let address = c.name("u").is_some_and(|u| {
+                    ["mailto", "sip", "sips", "xmpp", "tel"].contains(&u.as_str())
+                });
+                // A URL's signature is a digest of its request: hex of a digest's length is
+                // what one looks like, not a reason to dismiss it.
+                let safe = match shape == SIGNED_URL {
+                    true => is_placeholder(m.as_str()),
+                    false => dismiss::dismissed(m.as_str()).is_some(),
+                };
+                if !address && !safe {
                     push(&mut out, catalogue_finding(shape, m.as_str(), m.range()));
                 }
             }
@@ -170,7 +180,9 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
     // Options need a dash after a blank, and a credential option a secret word or one of the
     // short options and `user:secret` options the argv rules know (`-p`, `-u`, `-a`, `--user`).
     let options = [" -p", " -u", " -a", "-user", "basic-auth"];
-    if text.contains(" -") && (named || options.iter().any(|o| text.contains(o))) {
+    if (text.contains(" -") && (named || options.iter().any(|o| text.contains(o))))
+        || extract::has_positional_tool(text)
+    {
         extract::shell(text, &mut candidates);
     }
     for c in candidates {
@@ -201,7 +213,10 @@ fn judge(c: &Candidate, value: &str, base: usize) -> Option<Finding> {
 /// inside that element. Each element's own text is for [`scan_text`].
 pub fn scan_argv<S: AsRef<str>>(words: &[S]) -> Vec<(usize, Finding)> {
     // Lists without an option or an assignment (ports, names, paths) hold no option value.
-    if !words.iter().any(|w| w.as_ref().contains(['-', '='])) {
+    if !words
+        .iter()
+        .any(|w| w.as_ref().contains(['-', '=']) || extract::is_positional_tool(w.as_ref()))
+    {
         return Vec::new();
     }
     let mut out: Vec<(usize, Finding)> = extract::argv(words)
@@ -256,6 +271,22 @@ pub fn scan_assignment(name: &str, value: &str) -> Vec<Finding> {
     out
 }
 
+/// One entry of a Secret's `data` (decoded) or `stringData`: judged like any assigned value,
+/// except that under a credential name any real value counts, as under a password name. The
+/// object itself says the author meant it as secret; a CA certificate under `ca.crt`, a flag or
+/// a URL without a password under a plain name are not credentials. Ranges are relative to
+/// `value`.
+pub fn scan_secret_entry(key: &str, value: &str) -> Vec<Finding> {
+    let mut out = scan_assignment(key, value);
+    if out.is_empty()
+        && recognise::name_kind(key) == NameKind::Secret
+        && let Some(f) = recognise::named_value(NameKind::Password, key, value, 0)
+    {
+        out.push(finding(ASSIGNED, f.range));
+    }
+    out
+}
+
 /// Whole values of a Secret's `data` (base64) or `stringData` that are safe to commit: empty,
 /// placeholders, SOPS-encrypted, a docker config whose auths are placeholders; `data` is
 /// decoded first.
@@ -274,25 +305,61 @@ pub fn decode_base64(text: &str) -> Option<String> {
     recognise::decode_base64(text)
 }
 
-/// Mask for display: the first 4 characters, then `****` (fewer than 8 chars: only `****`).
-/// Works on char boundaries (unicode-safe).
-pub fn mask(secret: &str) -> String {
-    if secret.chars().count() < 8 {
-        return "****".to_owned();
-    }
-    secret.chars().take(4).chain("****".chars()).collect()
+/// Provider prefixes a mask may show: public (the format's documentation names them), of a
+/// fixed length per format, and never a character of the secret's own body.
+#[rustfmt::skip]
+const PUBLIC_PREFIXES: [&str; 40] = [
+    "github_pat_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "glpat-", "gldt-", "glrt-", "AKIA",
+    "ASIA", "hvs.", "hvb.", "hf_", "nvapi-", "xoxb-", "xoxp-", "xoxa-", "xapp-", "sk_live_",
+    "sk_test_", "rk_live_", "sk-proj-", "sk-ant-", "npm_", "pypi-", "AIza", "dop_v1_", "glsa_",
+    "glc_", "SG.", "shpat_", "pul-", "dapi", "sntrys_", "sntryu_", "lin_api_", "pnu_", "tskey-",
+    "AGE-SECRET-KEY-",
+];
+
+/// The public prefix `secret` starts with, when its body is long enough to stay hidden: what
+/// [`mask`] shows of it.
+pub fn public_prefix(secret: &str) -> Option<&'static str> {
+    PUBLIC_PREFIXES
+        .iter()
+        .find(|p| secret.starts_with(*p) && secret.len() >= p.len() + 8)
+        .copied()
 }
 
-/// `text` with every credential-shaped run masked in place: its first 4 characters kept, every
-/// other byte replaced by `*`, so that byte offsets (and so diagnostic spans) stay valid.
-/// Used wherever source text is shown, such as code frames.
+/// Mask for display: at most the provider's public prefix, then `****`, whatever the length
+/// (`ghp_****`, `AKIA****`; `****` for a value without one). No character of the secret's
+/// body and not its length.
+pub fn mask(secret: &str) -> String {
+    format!("{}****", public_prefix(secret).unwrap_or(""))
+}
+
+/// `text` with every credential replaced by its [`mask`]: for messages and any text shown
+/// whole (offsets change).
+pub fn redact_text(text: &str) -> std::borrow::Cow<'_, str> {
+    let findings = scan_text(text);
+    if findings.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for f in findings {
+        out.push_str(&text[last..f.range.start]);
+        out.push_str(&mask(&text[f.range.clone()]));
+        last = f.range.end;
+    }
+    out.push_str(&text[last..]);
+    std::borrow::Cow::Owned(out)
+}
+
+/// `text` with every credential-shaped run masked in place, as [`mask_ranges`] does, so that
+/// byte offsets (and so diagnostic spans) stay valid: for code frames.
 pub fn redact(text: &str) -> std::borrow::Cow<'_, str> {
     let findings = scan_text(text);
     mask_ranges(text, findings.into_iter().map(|f| f.range))
 }
 
 /// `text` with each of `ranges` (sorted, not overlapping, on character boundaries) masked in
-/// place as [`redact`] does.
+/// place: the public prefix kept, every other byte a `*` but line breaks, so that a frame
+/// keeps its lines and its offsets.
 pub fn mask_ranges(
     text: &str,
     ranges: impl IntoIterator<Item = std::ops::Range<usize>>,
@@ -312,8 +379,11 @@ pub fn mask_ranges(
             continue;
         }
         out.push_str(&text[last..range.start]);
-        for (i, c) in text[range.clone()].chars().enumerate() {
-            if i < 4 && range.len() >= 8 {
+        let value = &text[range.clone()];
+        let prefix = public_prefix(value).unwrap_or("");
+        out.push_str(prefix);
+        for c in value[prefix.len()..].chars() {
+            if c == '\n' || c == '\r' {
                 out.push(c);
             } else {
                 out.extend(std::iter::repeat_n('*', c.len_utf8()));
@@ -346,6 +416,22 @@ mod redact_tests {
         assert!(
             !red.contains(&key) && red.contains("AKIA****************"),
             "{red}"
+        );
+        // Every line of a multi-line credential, and no line break lost.
+        let pem = format!(
+            "k: |\n  -----BEGIN PRIVATE KEY-----\n  {}\n  -----END PRIVATE KEY-----\n",
+            "QUFB".repeat(16)
+        );
+        let masked = redact(&pem);
+        let shape = (masked.len(), masked.lines().count());
+        assert_eq!(shape, (pem.len(), pem.lines().count()));
+        assert!(
+            !masked.contains("QUFBQU") && !masked.contains("BEGIN"),
+            "{masked}"
+        );
+        assert_eq!(
+            redact_text(&format!("token {key} end")),
+            "token AKIA**** end"
         );
         assert!(red.ends_with(" # é\n"));
         assert!(matches!(
@@ -558,13 +644,76 @@ mod tests {
             format!(
                 "image: nvcr.io/nvidia/tao/tao-toolkit@sha256:{hex64} CACHE_KEY=sha256:{hex64}"
             ),
-            format!("checksum/secret: {hex64}\nrun-id {uuid} API_KEY={uuid}"),
+            format!("checksum/secret: {hex64}\nrun-id {uuid} RUN_KEY={uuid}"),
             format!("git checkout {hex40} && COMMIT={hex40}"),
             format!("checksum {} here", seq40()), // AWS-shaped, but no aws/secret word nearby
             format!("aws s3 cp --checksum {} s3://b/", seq40()), // "aws" alone is not enough
         ];
         for text in fixed.into_iter().map(str::to_owned).chain(built) {
             assert_eq!(scan_text(&text), [], "{text:?}");
+        }
+    }
+
+    /// Formats with no credential name beside them, and names the model did not read: each
+    /// text holds one credential, `secret`.
+    #[test]
+    fn formats_found_by_their_place() {
+        let sas = "sv=2022-11-02&ss=b&srt=co&sp=rl&se=2026-12-31T00:00:00Z&sig=FAKEa8Jx2kq0%2BzR4nT7vQ1mYw3Lp9sD6cE5fG8hU0iB%3D";
+        let sig = "FAKEa8Jx2kq0%2BzR4nT7vQ1mYw3Lp9sD6cE5fG8hU0iB%3D";
+        let discord = "https://discord.com/api/webhooks/112233445566778899/FAKEx9Kq2Lm4Np6Rs8Tu0Vw1Xy3Za5Bc7De9Fg2Hi4Jk6Lm8No0Pq2Rs4Tu6Vw8Xy0";
+        let teams = "https://acme.webhook.office.com/webhookb2/5f0c8a3e-2b7d-4c91-9e6a-1d3f5b7c9e21@0c9d7e5a-3f1b-4d8e-a2c6-7b9e1f3d5a80/IncomingWebhook/FAKE9c1d2e3f4a5b6c7d8e9f0a1b2c3d4e/7e4b1c9d-5a2f-4e8b-b3d6-0f1a2c4e6b8d";
+        let tg = "123456789:AAFAKE0kq2Lm4Np6Rs8Tu0Vw1Xy3Za5Bc7D";
+        let vault = format!("hvs.FAKE{}", "x9Kq2Lm4Np6Rs8Tu0Vw1Xy3Z".repeat(4));
+        let table: Vec<(String, &str)> = vec![
+            (format!("https://acct.blob.core.windows.net/c?{sas}"), sig),
+            (format!("curl -X POST {discord}"), discord),
+            (format!("url: {teams}"), teams),
+            ("kubeadm join 10.0.0.1:6443 --token abcdef.0fake1fake2fake3 --discovery-token-ca-cert-hash sha256:0123".into(), "abcdef.0fake1fake2fake3"),
+            ("%any 10.0.0.2 : PSK \"FAKE-psk-2b7d4c91\"".into(), "FAKE-psk-2b7d4c91"),
+            ("registry=https://npm.internal/\n_auth=ZmFrZXVzZXI6RkFLRXB3OTk=\n".into(), "ZmFrZXVzZXI6RkFLRXB3OTk="),
+            ("bind 0.0.0.0\nrequirepass FAKEredis99\nappendonly yes\n".into(), "FAKEredis99"),
+            ("[OUTPUT]\n    Name  http\n    HTTP_User  shipper\n    HTTP_Passwd  FAKEship99\n".into(), "FAKEship99"),
+            ("htpasswd -b -c /etc/nginx/.htpasswd admin FAKEhtpw99".into(), "FAKEhtpw99"),
+            ("proxy_set_header Authorization \"Basic ZmFrZXVzZXI6RkFLRXB3OTk=\";".into(), "ZmFrZXVzZXI6RkFLRXB3OTk="),
+            (format!("vault login {vault}"), vault.as_str()),
+            ("vault login -no-print s.FAKE9kq2Lm4Np6Rs8Tu0Vw1X".into(), "s.FAKE9kq2Lm4Np6Rs8Tu0Vw1X"),
+            (format!("curl https://api.telegram.org/bot{tg}/sendMessage"), tg),
+            ("mc alias set minio http://minio:9000 FAKEACCESS99 FAKEsecret0minio99".into(), "FAKEsecret0minio99"),
+            ("nfs.server: admin:FAKEnfs99@nfs.lab.internal".into(), "FAKEnfs99"),
+            ("image: deploy:FAKEimg99@registry.acme.io/app:1.0".into(), "FAKEimg99"),
+        ];
+        for (text, secret) in &table {
+            let start = text.find(secret).expect("secret in text");
+            let found = scan_text(text);
+            assert!(
+                found
+                    .iter()
+                    .any(|f| f.range == (start..start + secret.len())),
+                "{text:?}: {found:?}"
+            );
+        }
+    }
+
+    /// Values that look like credentials, or sit under credential names, and are not.
+    #[test]
+    fn safe_values_stay_quiet() {
+        let texts = [
+            "PASSWORD_HASHER: argon2id",
+            "PASSWORD_REGEX: ^(?=.*[A-Z])(?=.*[0-9]).{12,}$",
+            "DB_PASSWORD=#{DbPassword}#",
+            "API_KEY: {{ .Values.apiKey }}",
+            "SECRET_KEY = %(secret_key)s",
+            "token: eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+            "STRIPE_KEY=sk_test_4eC39HqLyjWDarjtT1zdp7dc",
+            "POSTHOG_KEY=phc_FAKE0kq2Lm4Np6Rs8Tu0Vw1Xy3Za5Bc7De9Fg2",
+            "contact: mailto:ops@acme.io",
+            "image: nginx:1.25@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            "git clone git@github.com:acme/repo.git",
+            "htpasswd -c /etc/nginx/.htpasswd admin",
+            "vault login -method=oidc",
+        ];
+        for text in texts {
+            assert_eq!(scan_text(text), [], "{text:?}");
         }
     }
 
@@ -576,10 +725,13 @@ mod tests {
     }
 
     #[test]
-    fn mask_is_unicode_safe() {
+    fn masks_show_a_public_prefix_at_most_and_never_the_length() {
         assert_eq!(mask("abc"), "****");
-        assert_eq!(mask("abcdefg"), "****");
-        assert_eq!(mask("abcdefgh"), "abcd****");
-        assert_eq!(mask("ééééxyz1"), "éééé****");
+        assert_eq!(mask("abcdefgh"), "****");
+        assert_eq!(mask("ééééxyz1"), "****");
+        assert_eq!(mask(&format!("ghp_{}", "F".repeat(36))), "ghp_****");
+        assert_eq!(mask(&format!("ghp_{}", "F".repeat(90))), "ghp_****");
+        assert_eq!(mask("ghp_short"), "****");
+        assert_eq!(mask(&format!("AKIA{}", "Q".repeat(16))), "AKIA****");
     }
 }

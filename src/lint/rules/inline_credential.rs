@@ -5,27 +5,34 @@ use crate::yaml::{Node, Step, Value};
 crate::rule! {
     /// What it checks: every string of an object (env values, command and args, `sh -c`
     /// scripts, probe `httpHeaders` and lifecycle hooks, labels and annotations and their keys,
-    /// ConfigMap data, URLs) for a credential: provider tokens by their format (AWS, NGC,
-    /// Hugging Face, GitHub with its checksum, GitLab, Slack tokens and webhook URLs, Stripe
-    /// secret keys, OpenAI, Google, Azure connection strings, npm, PyPI, JWTs), PEM private keys,
-    /// passwords in URLs, docker config auths, option values (`--password X` across argv
-    /// elements, `mysql -pX`, `curl -u user:secret`, `redis-cli -a X`, `docker login -p X`),
-    /// `Authorization: Bearer/Basic` headers, credential files (`.netrc`, `.pgpass`, Maven
-    /// `settings.xml`, `.npmrc`, `.pypirc`, INI/properties/dotenv, htpasswd lines), any real
-    /// value under a PASSWORD name, and random values under KEY, TOKEN, SECRET or CREDENTIAL
-    /// names.
+    /// ConfigMap data, a Secret's `stringData` and decoded `data` key by key, URLs) for a
+    /// credential: provider tokens by their format (AWS, NGC, Hugging Face, GitHub with its
+    /// checksum, GitLab, Slack, Stripe secret keys, OpenAI, Google, Azure connection strings,
+    /// npm, PyPI, Vault, Telegram, JWTs and about 150 more prefixes), chat webhook URLs (Slack,
+    /// Discord, Teams), pre-signed URL signatures (`sig=`, `X-Amz-Signature`), PEM private keys,
+    /// passwords in URLs and in `user:password@host`, docker config auths, option values
+    /// (`--password X` across argv elements, `mysql -pX`, `curl -u user:secret`, `redis-cli -a
+    /// X`, `docker login -p X`), secrets by position (`htpasswd -b`, `vault login`, `mc alias
+    /// set`), `Authorization: Bearer/Basic` headers (also in nginx snippets), credential files
+    /// (`.netrc`, `.pgpass`, Maven `settings.xml`, `.npmrc` and `_auth`, `.pypirc`,
+    /// INI/properties/dotenv, `name value` directives such as `requirepass`, IPsec `PSK`,
+    /// htpasswd lines), any real value under a PASSWORD name (in a Secret, under any credential
+    /// name), and random values under KEY, TOKEN, SECRET, COOKIE or CREDENTIAL names.
     ///
     /// Why it matters: a manifest is committed, reviewed, printed in CI logs and stored by the
     /// API server in plain text; a credential in it is a leaked credential.
     ///
     /// Example: `env: [{name: HF_TOKEN, value: hf_…}]`, `args: [--token, …]`.
     ///
-    /// Fix: keep the value in a Secret and reference it (`valueFrom.secretKeyRef` or
-    /// `envFrom.secretRef`). Not findings, and not notes either (they are what a template is
-    /// meant to hold): references (`$(VAR)`, `${VAR}`, `{{ … }}`), placeholders (`changeme`,
-    /// `<your-token>`, `REPLACE_ME`, values ending in EXAMPLE), encrypted values (SealedSecret
-    /// `encryptedData`, SOPS `ENC[…]`, age/PGP messages), public keys (Stripe `pk_`, reCAPTCHA
-    /// site keys, SSH/PGP public keys), digests, UUIDs and ULIDs.
+    /// Fix: keep the value in a Secret created at deploy time and reference it
+    /// (`valueFrom.secretKeyRef` or `envFrom.secretRef`). Not findings, and not notes either
+    /// (they are what a template is meant to hold): references and placeholders (`$(VAR)`,
+    /// `${VAR}`, `{{ … }}`, `#{Name}#`, `%(name)s`, `changeme`, `<your-token>`, `REPLACE_ME`,
+    /// values ending in EXAMPLE), settings under password names (`PASSWORD_HASHER`), documented
+    /// examples (the jwt.io sample token, Stripe's test keys), encrypted values (SealedSecret
+    /// `encryptedData`, SOPS `ENC[…]`, age/PGP messages), public keys (Stripe `pk_`, PostHog
+    /// `phc_`, reCAPTCHA site keys, SSH/PGP public keys), and digests, UUIDs and ULIDs outside
+    /// credential names. Messages show at most a provider's public prefix (`ghp_****`).
     pub struct InlineCredential {
         code: "TK101",
         name: "inline-credential",
@@ -97,20 +104,30 @@ impl Rule for InlineCredential {
             if flagged.iter().any(|f| f == path) {
                 return;
             }
-            // Secret data is reported whole by `secret-data`; encrypted data is not secret.
-            if doc.kind == "Secret"
-                && matches!(path.first(), Some(Step::Key(k)) if k == "data" || k == "stringData")
-                || path
-                    .iter()
-                    .any(|s| matches!(s, Step::Key(k) if k == "encryptedData"))
+            // Encrypted data is not secret.
+            if path
+                .iter()
+                .any(|s| matches!(s, Step::Key(k) if k == "encryptedData"))
             {
                 return;
             }
-            let binary = doc.kind == "ConfigMap"
-                && matches!(path.first(), Some(Step::Key(k)) if k == "binaryData");
+            // A Secret's `data` and a ConfigMap's `binaryData` are base64: judged decoded, key by
+            // key, like any other value (a CA certificate or a flag is no credential).
+            let secret = doc.kind == "Secret"
+                && path.len() == 2
+                && matches!(path.first(), Some(Step::Key(k)) if k == "data" || k == "stringData");
+            let binary = matches!(
+                (doc.kind, path.first()),
+                ("ConfigMap", Some(Step::Key(k))) if k == "binaryData"
+            ) || (secret && matches!(path.first(), Some(Step::Key(k)) if k == "data"));
             let decoded = binary.then(|| secrets::decode_base64(value)).flatten();
             let text = decoded.as_deref().unwrap_or(value);
-            if let Some(f) = secrets::scan_assignment(name_of(doc, path), text).first() {
+            let name = name_of(doc, path);
+            let found = match secret {
+                true => secrets::scan_secret_entry(name, text),
+                false => secrets::scan_assignment(name, text),
+            };
+            if let Some(f) = found.first() {
                 report(out, f, text, path, node);
             }
         });
