@@ -22,8 +22,11 @@ use tao_k8s::gate::{self, Cluster, Options, Workload, objects};
   tao-k8s gate bundle/manifest.yaml --cluster cluster/
 
 DIR holds nodes.json, and when gathered pods.json, version.json, pvcs.json (the claims of the
-namespace) and job.json (the Job of the manifest's name, if it exists). Without pods.json
-free capacity is not checked. One verdict per gate: job, version, claims, fit. Fit verdicts:
+namespace), job.json (the Job of the manifest's name, if it exists) and objects.json (the
+objects of the bundle's names that exist, as `tao-k8s driver observe` prints them). Without
+pods.json free capacity is not checked. An object is yours when its uid is listed in one of
+your job records ($TAO_K8S_STATE_DIR). One verdict per gate: job, owners, credentials,
+version, claims, fit, and runtime with --runtime-check. Fit verdicts:
 fits now; fits only on an idle cluster (a warning for one pod; refused for several unless
 --allow-pending or the Job has a Kueue queue); never fits (refused).
 Exit codes: 0 every gate passes, 1 a gate refuses, 2 usage or an unreadable file.")]

@@ -138,8 +138,9 @@ unless every request compiles and every object passes its strict schema (or, wit
         #[arg(long, value_name = "DIR")]
         spec_root: Option<PathBuf>,
     },
-    /// Decide the driver's gates (existing Job, server version, claims, where the pods fit)
-    /// from the manifest and what kubectl returned. Used by the driver script.
+    /// Decide the driver's gates (existing Job, who holds the bundle's names, the credentials
+    /// the submitter allows, server version, claims, where the pods fit, the GPU nodes'
+    /// runtime) from the manifest and what kubectl returned. Used by the driver script.
     Gate(gate::GateArgs),
     /// The status of a Job and its pods, from what kubectl returned. Used by the driver script.
     #[command(hide = true)]
