@@ -70,7 +70,7 @@ case $verb in
   *) usage_error "unknown verb $(shown "$verb")" ;;
 esac
 context=${TAO_K8S_CONTEXT:-}
-# TAO_K8S_NAMESPACE was applied when the manifest was rendered; it is fixed now.
+# The namespace was fixed when the manifest was rendered: another one is refused below.
 ns=$namespace
 reprobe=0 tail_lines='' follow=0 index='' record_id='' allow_pending='' replace=''
 pass_env=() in_cluster=0 where='' probe_key='' pull_created=''
@@ -123,8 +123,10 @@ cleanup() {
   local code=$?
   trap - EXIT
   if [ "$code" -ne 0 ]; then
-    [ "${#created[@]}" -eq 0 ] || note "removing what this submit created"
-    forget_since 0 rollback
+    if [ "${#created[@]}" -gt 0 ]; then
+      note "removing what this submit created"
+      forget_since 0 rollback
+    fi
     if [ "$record_open" = 1 ]; then
       "$tao" record mark "$record_id" FAILED --source driver --reason "${reason:-the driver stopped with exit code $code}" >/dev/null 2>&1 || true
     fi
@@ -141,6 +143,8 @@ note() { echo "tao-k8s: $*" >&2; }
 
 [ "$ns" = "$namespace" ] ||
   die "the manifest was rendered for namespace $namespace, not $(shown "$ns"): render it again with --namespace $(shown "$ns")"
+[ -z "${TAO_K8S_NAMESPACE:-}" ] || [ "$TAO_K8S_NAMESPACE" = "$namespace" ] ||
+  die "TAO_K8S_NAMESPACE is $(shown "$TAO_K8S_NAMESPACE"), but the manifest was rendered for namespace $namespace: render it again in that namespace, or unset TAO_K8S_NAMESPACE"
 
 # Every kubectl call names the namespace, and the context unless on the pod's service account.
 k() {

@@ -9,7 +9,8 @@
 //! record and a writer killed mid-write leaves the old one intact (its stray `.tmp*` file is
 //! ignored). Readers take no lock, since a rename is atomic.
 //!
-//! States: OPEN -> SUBMITTED -> RUNNING -> SUCCEEDED | FAILED | CANCELED, and OPEN or SUBMITTED
+//! States: OPEN -> SUBMITTED -> RUNNING -> SUCCEEDED | FAILED | CANCELED; OPEN may go to RUNNING
+//! directly (the seed's record tool marks RUNNING right after opening), and OPEN or SUBMITTED
 //! may end in FAILED or CANCELED directly. Marking RUNNING on a RUNNING record is accepted and
 //! changes nothing (status polls repeat it; no history entry, backendRef untouched). Any other
 //! same-state mark, any step back, and any change of a terminal record is refused.
@@ -71,7 +72,7 @@ impl State {
         use State::*;
         matches!(
             (self, to),
-            (Open, Submitted | Failed | Canceled)
+            (Open, Submitted | Running | Failed | Canceled)
                 | (Submitted, Running | Failed | Canceled)
                 | (Running, Running | Succeeded | Failed | Canceled)
         )

@@ -85,6 +85,7 @@ fn transition_table() {
     // Written out rather than taken from `State::allows`, so the table is checked, not echoed.
     let allowed = [
         (Open, Submitted),
+        (Open, Running),
         (Open, Failed),
         (Open, Canceled),
         (Submitted, Running),

@@ -3082,3 +3082,73 @@ fn a_results_dir_over_the_record_limit_is_refused_at_render() {
         }
     }
 }
+
+/// TAO_K8S_NAMESPACE was applied when the bundle was rendered: another one at submit is
+/// refused with both names, before any kubectl call, never silently ignored.
+#[test]
+fn another_namespace_in_the_environment_is_refused_with_both_names() {
+    let s = Sandbox::new("fixtures/requests/valid/args-mode.yaml");
+    for verb in ["preflight", "submit"] {
+        let run = s.run(
+            "healthy-cluster",
+            &[("TAO_K8S_NAMESPACE", "team-b")],
+            &[verb],
+        );
+        run.assert_code(1);
+        run.assert_stderr(
+            "tao-k8s: TAO_K8S_NAMESPACE is team-b, but the manifest was rendered for namespace vision",
+        );
+        assert!(run.calls.is_empty(), "{:#?}", run.lines());
+    }
+    let run = s.run(
+        "healthy-cluster",
+        &[("TAO_K8S_NAMESPACE", "vision")],
+        &["preflight"],
+    );
+    run.assert_code(0);
+}
+
+/// The seed's record command lines: `record mark ID --state CANCELED --source agent`, and
+/// RUNNING right after open.
+#[test]
+fn the_seed_s_record_mark_line_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = tao(
+        &[
+            "record",
+            "open",
+            "--platform",
+            "kubernetes",
+            "--image",
+            "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",
+            "--network-arch",
+            "dino",
+            "--action",
+            "train",
+            "--storage-tier",
+            "A",
+            "--results-dir",
+            "/results/x",
+        ],
+        dir.path(),
+    );
+    let id = String::from_utf8(open.stdout).unwrap().trim().to_string();
+    for state in ["RUNNING", "CANCELED"] {
+        let r = tao(
+            &["record", "mark", &id, "--state", state, "--source", "agent"],
+            dir.path(),
+        );
+        assert!(
+            r.status.success(),
+            "{state}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+    }
+    let r = tao(&["record", "show", &id, "--field", "state"], dir.path());
+    assert_eq!(String::from_utf8_lossy(&r.stdout), "CANCELED\n");
+    let both = tao(
+        &["record", "mark", &id, "FAILED", "--state", "FAILED"],
+        dir.path(),
+    );
+    assert_eq!(both.status.code(), Some(2));
+}

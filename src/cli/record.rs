@@ -23,8 +23,9 @@ const REFUSED: u8 = 1;
 
 Records live in $TAO_K8S_STATE_DIR, else $XDG_STATE_HOME/tao-k8s, else
 $HOME/.local/state/tao-k8s, one JSON file per job under records/.
-States: OPEN -> SUBMITTED -> RUNNING -> SUCCEEDED | FAILED | CANCELED; OPEN and SUBMITTED may
-also go to FAILED or CANCELED. Marking a RUNNING record RUNNING again changes nothing.
+States: OPEN -> SUBMITTED -> RUNNING -> SUCCEEDED | FAILED | CANCELED; OPEN may go to RUNNING
+directly, and OPEN and SUBMITTED to FAILED or CANCELED. The state is a word after the id, or
+--state STATE as tao_job_record.py takes it. Marking a RUNNING record RUNNING again changes nothing.
 Fields are bounded: image 1024 bytes, network arch and action 256, results dir 4096, source
 256, reason 4096; none may hold a control character.
 `list` names each record file it cannot read on stderr and lists the others.
@@ -67,8 +68,12 @@ enum Action {
         /// The record id.
         id: String,
         /// The new state.
-        #[arg(value_parser = state_parser(), ignore_case = true)]
-        state: State,
+        #[arg(value_parser = state_parser(), ignore_case = true, required_unless_present = "state_flag")]
+        state: Option<State>,
+        /// The new state, as tao_job_record.py takes it (`--state CANCELED`).
+        #[arg(long = "state", id = "state_flag", value_name = "STATE", value_parser = state_parser(),
+              ignore_case = true, conflicts_with = "state")]
+        state_flag: Option<State>,
         /// Who marks it (e.g. driver, user).
         #[arg(long, default_value = "user")]
         source: String,
@@ -170,12 +175,13 @@ pub fn run(args: RecordArgs) -> ExitCode {
         Action::Mark {
             id,
             state,
+            state_flag,
             source,
             reason,
             backend_ref,
         } => match store.mark(
             &id,
-            state,
+            state.or(state_flag).expect("clap requires one"),
             &source,
             reason.as_deref(),
             backend_ref.as_deref(),
