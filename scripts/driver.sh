@@ -363,7 +363,7 @@ probe() {
     return
   fi
   mkdir -p "$tmpdir/probe"
-  listed=$("$tao" driver objects "$probe_file" ${record_id:+--record "$record_id"} --out "$tmpdir/probe/objects" \
+  listed=$("$tao" driver objects "$probe_file" ${record_id:+--record "$record_id"} --bundle "$job" --out "$tmpdir/probe/objects" \
     ${ngc_pull_secret:+--ngc-pull-secret "$ngc_pull_secret"}) || die "cannot write the NCCL probe's objects"
   # The pull Secret comes first and stays.
   case $listed in *" Secret $ngc_pull_secret"*) pull_created=1 keep=$((keep + 1)) ;; esac

@@ -29,6 +29,10 @@ enum Step {
         /// The job record that creates them (none for the probe alone).
         #[arg(long)]
         record: Option<String>,
+        /// The Job whose bundle they belong to (default: the manifest's Job; the NCCL
+        /// probe's objects belong to the job's bundle).
+        #[arg(long, value_name = "JOB")]
+        bundle: Option<String>,
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
         /// The credentials Secret to create.
@@ -88,6 +92,7 @@ pub fn run(args: DriverArgs) -> ExitCode {
         Step::Objects {
             manifest,
             record,
+            bundle,
             out,
             credentials_secret,
             s3_required,
@@ -105,7 +110,7 @@ pub fn run(args: DriverArgs) -> ExitCode {
                 keys,
                 ngc_pull: ngc_pull_secret,
             };
-            write_objects(&manifest, record.as_deref(), &out, &secrets)
+            write_objects(&manifest, record.as_deref(), bundle, &out, &secrets)
         }
         Step::Deletes {
             record,
@@ -160,6 +165,7 @@ struct Secrets {
 fn write_objects(
     manifest: &Path,
     record: Option<&str>,
+    bundle: Option<String>,
     out: &Path,
     secrets: &Secrets,
 ) -> Result<String, Refusal> {
@@ -167,12 +173,13 @@ fn write_objects(
     let stream = tao_k8s::yaml::parse(&source, tao_k8s::yaml::Limits::default())
         .map_err(|_| io(format!("{} is not YAML", source.name())))?;
     let mut list: Vec<Value> = stream.documents.iter().map(|d| d.to_json()).collect();
-    let job = list
+    let manifest_job = list
         .iter()
         .find(|o| o["kind"] == "Job")
         .and_then(|o| o.pointer("/metadata/name")?.as_str())
         .ok_or_else(|| io(format!("{} holds no Job", source.name())))?
         .to_string();
+    let job = bundle.unwrap_or(manifest_job);
     let namespace = list
         .iter()
         .find_map(|o| o.pointer("/metadata/namespace")?.as_str())
