@@ -995,3 +995,28 @@ fn list_skips_and_names_bad_records() {
         }
     }
 }
+
+/// The seed's record command lines: `record mark ID --state CANCELED --source agent`, and
+/// RUNNING right after open.
+#[test]
+fn the_seed_s_record_mark_line_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = process(dir.path(), &OPEN_ARGS);
+    assert!(open.status.success());
+    let id = String::from_utf8(open.stdout).unwrap().trim().to_string();
+    for state in ["RUNNING", "CANCELED"] {
+        let r = process(
+            dir.path(),
+            &["mark", &id, "--state", state, "--source", "agent"],
+        );
+        assert!(
+            r.status.success(),
+            "{state}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+    }
+    let r = process(dir.path(), &["show", &id, "--field", "state"]);
+    assert_eq!(String::from_utf8_lossy(&r.stdout), "CANCELED\n");
+    let both = process(dir.path(), &["mark", &id, "FAILED", "--state", "FAILED"]);
+    assert_eq!(both.status.code(), Some(2));
+}
