@@ -39,6 +39,19 @@ pub fn generate(root: &Path, out: &Path) {
         }
     }
     indexes.sort();
+    // The supported range is the minors described here: adding a version is generating its
+    // index, nothing else.
+    let minors: Vec<u32> = indexes.iter().map(|(m, _)| *m).collect();
+    let (oldest, newest) = (minors[0], minors[minors.len() - 1]);
+    assert!(
+        minors.iter().copied().eq(oldest..=newest),
+        "schemas/k8s describes minors {minors:?}: the supported range has no gaps"
+    );
+    fs::write(
+        out.join("kube_versions.rs"),
+        format!("/// Generated from `schemas/k8s/`.\nconst OLDEST_MINOR: u32 = {oldest};\n/// Generated from `schemas/k8s/`.\nconst NEWEST_MINOR: u32 = {newest};\n"),
+    )
+    .expect("OUT_DIR is writable");
     let names: BTreeSet<&str> = store.values().map(|(n, _)| *n).collect();
     let names: Vec<&str> = names.into_iter().collect();
     let name_id = |n: &str| {

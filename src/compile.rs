@@ -6,7 +6,8 @@
 
 use crate::diag::{Diagnostic, has_errors};
 use crate::k8s;
-use crate::plan::{self, KubeVersion, Options, Plan};
+use crate::kube::KubeVersion;
+use crate::plan::{self, Options, Plan};
 use crate::render::{self, Rendered, Templates};
 use crate::request;
 use crate::source::Source;

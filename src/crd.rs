@@ -13,7 +13,7 @@
 //! ECMAScript's: it is matched by the `regex` crate (RE2's syntax and linear time), and one that
 //! does not compile makes its CRD unreadable, once, at its place in the CRD.
 
-use crate::lint::{Document, Finding};
+use crate::kube::{Document, Finding};
 use crate::schema::Tree;
 use crate::source::Source;
 use crate::yaml::{self, Node, Step, Value};

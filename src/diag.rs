@@ -279,6 +279,28 @@ fn is_escaped(c: char) -> bool {
     (c.is_control() && c != '\t') || matches!(c, '\u{2028}' | '\u{2029}')
 }
 
+/// A value as written, for messages: shortened to `max` characters, control characters
+/// escaped, and credential-shaped runs masked (a label value may hold a token by mistake).
+/// Masked before it is cut, so that a cut credential is still recognised.
+pub fn shown(s: &str, max: usize) -> String {
+    let masked = crate::secrets::redact_text(s);
+    let mut cut: String = masked
+        .chars()
+        .take(max)
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect();
+    if masked.chars().count() > max {
+        cut.push('…');
+    }
+    cut
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@
 //! it is written and again when a record is read: a record stays far below the 1 MiB a read
 //! accepts, and what `show` and `list` print cannot steer a terminal or break a shell line.
 
-use crate::names;
+use crate::kube::names;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::ffi::OsString;

@@ -135,7 +135,7 @@ proptest! {
         if let Some(docs) = render(&r) {
             let meta = &docs[0]["metadata"];
             let job = meta["name"].as_str().unwrap();
-            prop_assert!(tao_k8s::names::is_dns1035_label(job), "{job}");
+            prop_assert!(tao_k8s::kube::names::is_dns1035_label(job), "{job}");
             if job != name {
                 prop_assert_eq!(&meta["annotations"]["tao-k8s.io/request-name"], &json!(name));
             }

@@ -14,7 +14,7 @@ use jsonschema::paths::LocationSegment;
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use tao_k8s::plan::KubeVersion;
+use tao_k8s::kube::KubeVersion;
 use tao_k8s::source::Source;
 use tao_k8s::yaml::{self, Node, Step, Value};
 

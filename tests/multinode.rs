@@ -3,10 +3,13 @@
 //! and the pod-side wait script run for real.
 
 use serde_json::{Value as Json, json};
-use tao_k8s::plan::{KubeVersion, Options};
+use tao_k8s::Failure;
+use tao_k8s::kube::KubeVersion;
+use tao_k8s::kube::names::{is_dns1035_label, is_dns1123_label};
+use tao_k8s::plan::Options;
+use tao_k8s::plan::names::job_budget;
 use tao_k8s::render::Templates;
 use tao_k8s::source::Source;
-use tao_k8s::{Failure, names};
 
 fn request(name: &str, nodes: u32) -> Json {
     json!({
@@ -78,9 +81,9 @@ fn master_addr_is_the_dns_name_of_pod_zero() {
             service["spec"]["selector"],
             json!({"batch.kubernetes.io/job-name": job_name})
         );
-        assert!(names::is_dns1035_label(subdomain));
+        assert!(is_dns1035_label(subdomain));
         let last_hostname = format!("{job_name}-{}", nodes - 1);
-        assert!(names::is_dns1123_label(&last_hostname), "{last_hostname}");
+        assert!(is_dns1123_label(&last_hostname), "{last_hostname}");
 
         let master = format!("{job_name}-0.{subdomain}");
         let main = &pod["containers"][0];
@@ -126,17 +129,14 @@ fn master_addr_is_the_dns_name_of_pod_zero() {
 fn names_at_the_length_edges() {
     let mut table = String::new();
     for nodes in [9, 10, 11, 99, 100, 101, 999, 1000] {
-        let budget = names::job_budget(nodes);
+        let budget = job_budget(nodes);
         for base in ["j".repeat(budget), "j".repeat(budget + 1)] {
             let job = objects(&request(&base, nodes))[1]["metadata"]["name"]
                 .as_str()
                 .unwrap()
                 .to_string();
             let last = format!("{job}-{}", nodes - 1);
-            assert!(
-                names::is_dns1123_label(&last) && names::is_dns1035_label(&job),
-                "{last}"
-            );
+            assert!(is_dns1123_label(&last) && is_dns1035_label(&job), "{last}");
             assert_eq!(job == base, base.len() == budget);
             table.push_str(&format!(
                 "{nodes:>4} nodes, base {:>2} chars: job {:>2} chars, last pod {last} ({} chars)\n",

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use tao_k8s::names::is_dns1035_label;
+use tao_k8s::kube::names::is_dns1035_label;
 use tao_k8s::record::{
     NewRecord, Record, RecordError, State, StorageTier, Store, rfc3339, state_dir,
 };

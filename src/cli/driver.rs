@@ -210,7 +210,7 @@ fn write_objects(
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        if !tao_k8s::names::is_dns1123_subdomain(&name) || kind.is_empty() {
+        if !tao_k8s::kube::names::is_dns1123_subdomain(&name) || kind.is_empty() {
             return Err(io(format!(
                 "{}: an object without a valid name",
                 source.name()

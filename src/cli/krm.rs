@@ -12,7 +12,8 @@ use serde_json::{Map, Value as Json, json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tao_k8s::diag::{Diagnostic, Redactor, Severity};
-use tao_k8s::plan::{KubeVersion, Options, SpecReader};
+use tao_k8s::kube::KubeVersion;
+use tao_k8s::plan::{Options, SpecReader};
 use tao_k8s::render::{Templates, yaml_json};
 use tao_k8s::source::Source;
 

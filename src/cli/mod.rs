@@ -18,7 +18,8 @@ use render::{Files, Output};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use tao_k8s::plan::{KubeVersion, Options};
+use tao_k8s::kube::KubeVersion;
+use tao_k8s::plan::Options;
 use tao_k8s::request;
 use tao_k8s::source::Source;
 
@@ -330,7 +331,7 @@ fn parse_kube_version(s: &str) -> Result<KubeVersion, String> {
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
-    match tao_k8s::quantity::parse(s) {
+    match tao_k8s::kube::quantity::parse(s) {
         Some(n) if n >= 1.0 && n.fract() == 0.0 && n <= u64::MAX as f64 => Ok(n as u64),
         _ => Err(format!("`{s}` is no byte count (e.g. 16777216, 16Mi, 1Gi)")),
     }
@@ -571,7 +572,7 @@ fn pod_namespace() -> Option<String> {
     );
     let text = input::read(&dir.join("namespace"), input::Kind::ServiceAccount).ok()?;
     let ns = text.text().trim();
-    tao_k8s::names::is_dns1123_label(ns).then(|| ns.to_string())
+    tao_k8s::kube::names::is_dns1123_label(ns).then(|| ns.to_string())
 }
 
 /// A file, or stdin for `-`, as a named source (see [`input::read`]).

@@ -8,46 +8,12 @@
 //! never stand on a command line: the Secrets are written as JSON files that only kubectl
 //! reads.
 
-use super::{NGC_USERNAME, S3_KEYS, docker_config};
+use super::{NGC_USERNAME, docker_config};
+use crate::request::credentials::{LEGACY_S3_KEYS, NGC_KEY, extra_problem};
 use serde_json::{Value, json};
 
-/// The legacy names of the two required S3 keys, read when the AWS names are unset.
-pub const LEGACY_S3_KEYS: [(&str, &str); 2] = [
-    ("AWS_ACCESS_KEY_ID", "ACCESS_KEY"),
-    ("AWS_SECRET_ACCESS_KEY", "SECRET_KEY"),
-];
-/// The nvcr.io API key, passed only as the pull Secret.
-pub const NGC_KEY: &str = "NGC_KEY";
 /// The submitter's allow-list, besides `--pass-env`.
 pub const PASS_ENV: &str = "TAO_K8S_PASS_ENV";
-
-/// Why `name` can never be a `credentials.extra` key, if it cannot.
-pub fn extra_problem(name: &str) -> Option<String> {
-    let upper = !name.is_empty()
-        && !name.starts_with(|c: char| c.is_ascii_digit())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
-    if !upper {
-        return Some("not an upper-case environment variable name ([A-Z_][A-Z0-9_]*)".into());
-    }
-    if name == NGC_KEY {
-        return Some(
-            "NGC_KEY reaches the cluster only as the nvcr.io pull Secret, never in the pod".into(),
-        );
-    }
-    if S3_KEYS.contains(&name) || LEGACY_S3_KEYS.iter().any(|(_, legacy)| *legacy == name) {
-        return Some(format!(
-            "{name} is an S3 key: it reaches the pod only when the request uses S3 (`credentials.s3`)"
-        ));
-    }
-    if name.starts_with("TAO_K8S_") {
-        return Some(format!(
-            "{name} is a setting of tao-k8s itself, not a value for the pod"
-        ));
-    }
-    None
-}
 
 /// The names the submitter allows: every `--pass-env` value and the comma-separated
 /// `TAO_K8S_PASS_ENV`, blanks ignored.

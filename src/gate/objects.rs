@@ -256,11 +256,11 @@ impl Version {
 }
 
 /// A quantity (a string, or a JSON number) as a whole number of thousandths of its unit,
-/// exactly (see [`crate::quantity::milli`]); `None` when it is not a quantity.
+/// exactly (see [`crate::kube::quantity::milli`]); `None` when it is not a quantity.
 pub fn milli(value: &Value) -> Option<i128> {
     match value {
-        Value::String(s) => crate::quantity::milli(s),
-        Value::Number(n) => crate::quantity::milli(&n.to_string()),
+        Value::String(s) => crate::kube::quantity::milli(s),
+        Value::Number(n) => crate::kube::quantity::milli(&n.to_string()),
         _ => None,
     }
 }
@@ -280,7 +280,7 @@ pub fn amount(value: &Value) -> i128 {
                 Value::Number(n) => n.to_string(),
                 _ => return UNBOUNDED,
             };
-            match crate::quantity::parse(&text) {
+            match crate::kube::quantity::parse(&text) {
                 Some(v) if v <= 0.0 => 0,
                 _ => UNBOUNDED,
             }

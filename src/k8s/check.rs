@@ -6,7 +6,7 @@
 //! Values are never quoted in messages: an object may hold credentials anywhere.
 
 use super::{Def, Field, Ty, Version, field_since};
-use crate::plan::KubeVersion;
+use crate::kube::KubeVersion;
 use crate::source::Span;
 use crate::yaml::{Node, Step, Value, key_text};
 
@@ -119,7 +119,7 @@ impl Walk {
             (Ty::Number | Ty::Quantity, Value::Float(f)) if f.is_finite() => {}
             (Ty::IntOrString, Value::Str(_)) => {}
             (Ty::Quantity, Value::Str(s)) => {
-                if crate::quantity::parse(s).is_none() {
+                if crate::kube::quantity::parse(s).is_none() {
                     self.report(
                         scalar_at,
                         "not a quantity: expected a number or a string like 500m, 64Gi or 1e3"
@@ -201,7 +201,7 @@ impl Walk {
             );
             return;
         }
-        let help = crate::request::nearest(name, def.fields.iter().map(|f: &Field| f.name))
+        let help = crate::kube::nearest(name, def.fields.iter().map(|f: &Field| f.name))
             .map(|best| format!("did you mean `{best}`?"));
         self.report(at, format!("unknown field `{name}`"), help);
     }

@@ -15,7 +15,7 @@ mod check;
 
 pub use check::{Problem, check};
 
-use crate::plan::KubeVersion;
+use crate::kube::KubeVersion;
 
 /// The type of a field, as the description writes it.
 #[derive(Debug, Clone, Copy)]

@@ -4,19 +4,15 @@
 //! rules walk the same parts of an object (its metadata and its templates' metadata, the pod
 //! spec and every container list), report at the offending node, and describe the syntax they
 //! expect in the same words; those parts live here. The name and label grammars are in
-//! `crate::names`, quantities in `crate::quantity`.
+//! `crate::kube::names`, quantities in `crate::kube::quantity`.
 
 use crate::lint::{Document, Finding, Findings, steps};
 use crate::yaml::{Node, Step, Value};
 use std::rc::Rc;
 
-/// How the rules describe a syntax they expect, after "must be".
-pub const DNS1123_LABEL: &str = "a DNS-1123 label: at most 63 lowercase letters, digits and `-`, starting and ending with a letter or digit";
-pub const DNS1035_LABEL: &str = "a DNS-1035 label: at most 63 lowercase letters, digits and `-`, starting with a letter and ending with a letter or digit";
-pub const DNS1123_SUBDOMAIN: &str = "a DNS-1123 subdomain: at most 253 lowercase letters, digits, `-` and `.`, each dot-separated part starting and ending with a letter or digit";
-pub const LABEL_KEY: &str = "a qualified name: an optional DNS-1123 subdomain prefix and `/`, then at most 63 letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit";
-pub const LABEL_VALUE: &str = "empty, or at most 63 letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit";
-pub const PORT_NAME: &str = "an IANA service name: at most 15 lowercase letters, digits and `-`, with at least one letter, not starting or ending with `-` and without `--`";
+pub use crate::kube::names::{
+    DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, PORT_NAME,
+};
 
 /// Every container list of a pod spec; names are unique across all of them.
 pub const CONTAINER_LISTS: &[&str] = &["initContainers", "containers", "ephemeralContainers"];
@@ -166,26 +162,5 @@ pub fn all_containers<'a>(doc: &Document<'a>) -> Vec<(ContainerPath, &'a Node)> 
 /// A scalar as written, for messages: shortened to `max` characters, control characters
 /// escaped, and credential-shaped runs masked (a label value may hold a token by mistake).
 pub fn shown(node: &Node, max: usize) -> String {
-    shown_str(&crate::lint::pods::scalar_text(node), max)
-}
-
-/// [`shown`] for a string. Masked before it is cut, so that a cut credential is still
-/// recognised.
-pub fn shown_str(s: &str, max: usize) -> String {
-    let masked = crate::secrets::redact_text(s);
-    let mut cut: String = masked
-        .chars()
-        .take(max)
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect();
-    if masked.chars().count() > max {
-        cut.push('…');
-    }
-    cut
+    crate::diag::shown(&crate::lint::pods::scalar_text(node), max)
 }

@@ -10,7 +10,7 @@ pub mod rules;
 
 use crate::crd::Verdict;
 use crate::diag::{Diagnostic, Severity};
-use crate::plan::KubeVersion;
+pub use crate::kube::{Document, Finding, KubeVersion};
 use crate::source::{Source, Span};
 use crate::yaml::{self, Node, Step, Value, display_path};
 use serde::Serialize;
@@ -80,67 +80,6 @@ macro_rules! rule {
             }
         }
     };
-}
-
-/// One object of a stream, with what rules usually want to know about it.
-pub struct Document<'a> {
-    pub source: &'a Source,
-    pub root: &'a Node,
-    pub api_version: &'a str,
-    pub kind: &'a str,
-    pub name: &'a str,
-    pub namespace: Option<&'a str>,
-    /// Plain scalars YAML 1.1 tools read as booleans (`no`, `on`), by span.
-    pub yaml11_booleans: &'a [Span],
-    /// The Kubernetes version the object is checked against (`--kube-version`).
-    pub kube_version: KubeVersion,
-}
-
-impl<'a> Document<'a> {
-    /// `kind/namespace/name`, for messages and reports.
-    pub fn label(&self) -> String {
-        match self.namespace {
-            Some(ns) => format!("{}/{ns}/{}", self.kind, self.name),
-            None => format!("{}/{}", self.kind, self.name),
-        }
-    }
-
-    /// The node at a path of keys and indexes.
-    pub fn at(&self, path: &[Step]) -> Option<&Node> {
-        self.root.lookup(path).map(|(_, n)| n)
-    }
-
-    /// The pod spec node and its path (see [`Document::pod_spec_path`]).
-    pub fn pod_spec(&self) -> Option<(Vec<Step>, &'a Node)> {
-        let path = self.pod_spec_path()?;
-        let node = self.root.lookup(&path)?.1;
-        Some((path, node))
-    }
-
-    /// The pod spec of a Pod, or of the template of a Job, Deployment or StatefulSet.
-    pub fn pod_spec_path(&self) -> Option<Vec<Step>> {
-        let keys: &[&str] = match self.kind {
-            "Pod" => &["spec"],
-            "Job" | "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => {
-                &["spec", "template", "spec"]
-            }
-            "CronJob" => &["spec", "jobTemplate", "spec", "template", "spec"],
-            _ => return None,
-        };
-        let path: Vec<Step> = keys.iter().map(|k| Step::Key(k.to_string())).collect();
-        self.at(&path).is_some().then_some(path)
-    }
-}
-
-/// A rule's report about one node.
-#[derive(Debug, Clone)]
-pub struct Finding {
-    pub message: String,
-    pub help: Option<String>,
-    /// Where in the document (a JSON path: `spec.template.spec.containers[0].env[3].value`).
-    pub path: Vec<Step>,
-    /// The node it is about.
-    pub span: Span,
 }
 
 /// Where a rule puts its findings about one document: only as many are kept as the report
@@ -277,31 +216,6 @@ impl Selection {
             })
             .map(String::as_str)
             .collect()
-    }
-}
-
-impl<'a> Document<'a> {
-    /// A Kubernetes object (a mapping with `apiVersion` and `kind`), or `None`.
-    pub fn new(
-        source: &'a Source,
-        root: &'a Node,
-        yaml11_booleans: &'a [Span],
-    ) -> Option<Document<'a>> {
-        let text = |node: Option<&'a Node>| match node.map(|n| &n.value) {
-            Some(Value::Str(s)) => Some(s.as_str()),
-            _ => None,
-        };
-        let meta = |key: &str| text(root.get("metadata").and_then(|m| m.get(key)));
-        Some(Document {
-            source,
-            root,
-            api_version: text(root.get("apiVersion"))?,
-            kind: text(root.get("kind"))?,
-            name: meta("name").or(meta("generateName")).unwrap_or(""),
-            namespace: meta("namespace"),
-            yaml11_booleans,
-            kube_version: KubeVersion::NEWEST,
-        })
     }
 }
 

@@ -2,12 +2,12 @@
 //! with producer paths rewritten by the staging map, checked against its pinned and staged
 //! digests, and shipped as a ConfigMap the pod mounts read-only.
 
+use super::names::Names;
 use super::{
     CONFIG_DIGEST, CONFIG_DIR, CONFIG_FILE, CONFIG_SHA256_ANNOTATION, ConfigMap, MAX_CONFIG_BYTES,
     OPTION, Options, WORK_DIR,
 };
 use crate::diag::Diagnostic;
-use crate::names::Names;
 use crate::request::{Loaded, pin};
 use crate::source::Source;
 use crate::staging::{StagedConfig, Staging, StagingMap};

@@ -3,6 +3,7 @@
 //! Rust, and tested here. Templates only lay the Plan out as YAML.
 
 mod config;
+pub mod names;
 mod pod;
 mod probe;
 
@@ -11,11 +12,14 @@ pub use pod::pod_script;
 pub use probe::{NCCL_PROBE, NCCL_PROBE_DEADLINE, nccl_probe, ngc_pull_secret, probe_name};
 
 use crate::diag::Diagnostic;
-use crate::names::{self, Names};
+use crate::kube::KubeVersion;
+use crate::kube::names::is_dns1123_label;
+pub use crate::request::credentials::S3_KEYS;
 use crate::request::{ActionRequest, Loaded, Toleration};
-pub use crate::request::{CONFIG_DIR, CONFIG_VOLUME, SHM_VOLUME};
+pub use crate::request::{CONFIG_DIR, CONFIG_VOLUME, REQUEST_NAME_ANNOTATION, SHM_VOLUME};
 use crate::source::Source as Source_;
 use crate::staging::Staging;
+use names::Names;
 use schemars::JsonSchema;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -46,8 +50,6 @@ pub const COMPLETION_INDEX_FIELD: &str =
 pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
 /// The annotations of the staged spec's digest (on the ConfigMap and the pod).
 pub const CONFIG_SHA256_ANNOTATION: &str = "tao-k8s.io/config-sha256";
-/// The annotation of the Job that keeps the request's `metadata.name` whole.
-pub const REQUEST_NAME_ANNOTATION: &str = "tao-k8s.io/request-name";
 /// The annotation the driver script checks against the server's version.
 pub const MIN_KUBE_ANNOTATION: &str = "tao-k8s.io/min-kube-version";
 
@@ -74,69 +76,6 @@ pub const MAX_CONFIG_BYTES: usize = 1024 * 1024 - 16 * 1024;
 
 /// The extended resource of NVIDIA GPUs.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
-
-/// A Kubernetes minor version, `1.28`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct KubeVersion {
-    pub major: u32,
-    pub minor: u32,
-}
-
-impl KubeVersion {
-    /// The default target.
-    pub const DEFAULT: KubeVersion = KubeVersion {
-        major: 1,
-        minor: 28,
-    };
-    /// The oldest target for an Indexed Job with a rendezvous: the pod hostname
-    /// `<job>-<index>` that MASTER_ADDR names needs it.
-    pub const MULTI_NODE: KubeVersion = KubeVersion {
-        major: 1,
-        minor: 28,
-    };
-    /// The oldest supported target: the oldest minor whose strict schemas the output is checked
-    /// against, and what multi-node needs.
-    pub const OLDEST: KubeVersion = KubeVersion {
-        major: 1,
-        minor: 28,
-    };
-    /// The newest supported target.
-    pub const NEWEST: KubeVersion = KubeVersion {
-        major: 1,
-        minor: 37,
-    };
-
-    /// Whether this version is a supported target.
-    pub fn is_supported(self) -> bool {
-        (KubeVersion::OLDEST..=KubeVersion::NEWEST).contains(&self)
-    }
-
-    /// The supported targets, for messages: `1.28 to 1.37`.
-    pub fn supported_range() -> String {
-        format!("{} to {}", KubeVersion::OLDEST, KubeVersion::NEWEST)
-    }
-}
-
-impl std::str::FromStr for KubeVersion {
-    type Err = String;
-    /// `1.28`, `v1.28` or `1.28.3`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || format!("expected a Kubernetes version like 1.28, found `{s}`");
-        let mut parts = s.strip_prefix('v').unwrap_or(s).split('.');
-        let major = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
-        let minor = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
-        if parts.next().is_some_and(|p| p.parse::<u32>().is_err()) || parts.next().is_some() {
-            return Err(bad());
-        }
-        Ok(KubeVersion { major, minor })
-    }
-}
-
-impl fmt::Display for KubeVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
-    }
-}
 
 /// What the caller decides beyond the request.
 #[derive(Debug, Clone)]
@@ -256,15 +195,6 @@ pub struct Plan {
     /// What the driver script checks and records about the run.
     pub run: Run,
 }
-
-/// The credential keys of S3 access, as the pod reads them from the Secret: the first two
-/// are required.
-pub const S3_KEYS: &[&str] = &[
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "S3_BUCKET_NAME",
-    "S3_ENDPOINT_URL",
-];
 
 /// What the driver script gates on and records, decided with the objects.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -750,7 +680,7 @@ fn namespace(loaded: &Loaded, opts: &Options) -> Result<String, Diagnostic> {
     } else {
         ("default", "the default")
     };
-    if !names::is_dns1123_label(ns) {
+    if !is_dns1123_label(ns) {
         return Err(Diagnostic::error(
             OPTION,
             format!("namespace `{ns}` from {from} is not a valid namespace name"),

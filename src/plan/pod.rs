@@ -3,16 +3,17 @@
 //! the multi-node rendezvous, the tier C upload, then scheduling. Each step adds its volumes,
 //! mounts, init containers and annotations in the order the manifests show them.
 
+use super::names::{self, Names};
 use super::{
     COMPLETION_INDEX_FIELD, CONFIG_DIR, CONFIG_FILE, CONFIG_SHA256_ANNOTATION, CONFIG_VOLUME,
     ConfigMap, Container, DEFAULT_RENDEZVOUS_PORT, DEFAULT_RENDEZVOUS_TIMEOUT, DEFAULT_S3_IMAGE,
-    EmptyDir, EnvVar, GPU_RESOURCE, JOB_NAME_LABEL, KubeVersion, MAIN_CONTAINER,
-    MIN_KUBE_ANNOTATION, Pod, RENDEZVOUS_PORT_NAME, RESULTS_VOLUME, RUN_ACTION_SCRIPT, SHM_VOLUME,
-    STAGE_CONFIG_CONTAINER, SecretKey, Service, UPLOAD_CONTAINER, UPLOAD_CPU, UPLOAD_MEMORY,
-    UPLOAD_RESULTS_SCRIPT, VERIFY_CONFIG_SCRIPT, Volume, VolumeMount, VolumeSource, WAIT_CONTAINER,
-    WAIT_SCRIPT, WORK_DIR, WORK_VOLUME,
+    EmptyDir, EnvVar, GPU_RESOURCE, JOB_NAME_LABEL, MAIN_CONTAINER, MIN_KUBE_ANNOTATION, Pod,
+    RENDEZVOUS_PORT_NAME, RESULTS_VOLUME, RUN_ACTION_SCRIPT, SHM_VOLUME, STAGE_CONFIG_CONTAINER,
+    SecretKey, Service, UPLOAD_CONTAINER, UPLOAD_CPU, UPLOAD_MEMORY, UPLOAD_RESULTS_SCRIPT,
+    VERIFY_CONFIG_SCRIPT, Volume, VolumeMount, VolumeSource, WAIT_CONTAINER, WAIT_SCRIPT, WORK_DIR,
+    WORK_VOLUME,
 };
-use crate::names::{self, Names};
+use crate::kube::KubeVersion;
 use crate::request::{
     ActionRequest, CONFIG_PATH_TOKEN, CommandMode, RENDEZVOUS_ENV, TaintEffect, Toleration,
     TolerationOperator,

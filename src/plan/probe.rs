@@ -2,9 +2,9 @@
 //! Secret, `/dev/shm` and rendezvous, that the driver runs once per cluster before a
 //! multi-node job; and the nvcr.io pull Secret both share.
 
+use super::names::Names;
 use super::{OPTION, pod::pod_script};
 use crate::diag::Diagnostic;
-use crate::names::Names;
 use crate::request::ActionRequest;
 
 /// The constant NCCL probe program, run as `python3 -c`.
@@ -52,8 +52,8 @@ pub fn nccl_probe(req: &ActionRequest) -> Result<ActionRequest, Diagnostic> {
         .resources
         .memory
         .as_ref()
-        .and_then(|q| crate::quantity::parse(&q.0));
-    let shm = probe.shm_size().and_then(crate::quantity::parse);
+        .and_then(|q| crate::kube::quantity::parse(&q.0));
+    let shm = probe.shm_size().and_then(crate::kube::quantity::parse);
     if let (Some(memory), Some(shm)) = (memory, shm)
         && memory < shm
     {

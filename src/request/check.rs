@@ -5,8 +5,8 @@
 
 use super::{ActionRequest, Tier};
 use crate::diag::Diagnostic;
-use crate::names;
-use crate::quantity;
+use crate::kube::names;
+use crate::kube::quantity;
 use crate::secrets;
 use crate::yaml::{Node, Step, Value, display_path};
 
@@ -48,18 +48,6 @@ const RESERVED_LABEL_PREFIXES: &[&str] = &[
     "tao-k8s.io/",
     "batch.kubernetes.io/",
     "kueue.x-k8s.io/",
-];
-
-/// Environment names that carry credentials: they come from the submitter's environment
-/// through the credentials Secret, never from the request.
-pub const CREDENTIAL_ENV: &[&str] = &[
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "ACCESS_KEY",
-    "SECRET_KEY",
-    "NGC_KEY",
-    "NGC_API_KEY",
 ];
 
 /// Give a diagnostic its path and a primary label at the node the path names (or at the
@@ -353,7 +341,7 @@ fn image(c: &mut Checker, image: &str, at: &[Step]) {
             .then(|| format!("`{repo}` is not a valid repository name (lowercase letters, digits, `.`, `_`, `-`, `/`)"))
     });
     // The grammar the kubelet parses references with (a tag such as `---` is refused there).
-    let problem = problem.or_else(|| crate::lint::rules::image_reference::problem(image));
+    let problem = problem.or_else(|| crate::kube::image::problem(image));
     if let Some(problem) = problem {
         c.error(
             IMAGE,
@@ -662,7 +650,7 @@ fn s3_section(c: &mut Checker, s3: &super::S3) {
         }
         container_path(c, &with(at.clone(), "path"), "path", &input.path);
         if let Some(q) = &input.size_limit
-            && crate::quantity::parse(&q.0).is_none_or(|v| v <= 0.0)
+            && crate::kube::quantity::parse(&q.0).is_none_or(|v| v <= 0.0)
         {
             c.error(
                 QUANTITY,
@@ -715,7 +703,9 @@ fn env(c: &mut Checker, req: &ActionRequest) {
                     RENDEZVOUS_ENV.join(", ")
                 )),
             );
-        } else if CREDENTIAL_ENV.contains(&name.as_str()) || extra.contains(name) {
+        } else if super::credentials::CREDENTIAL_ENV.contains(&name.as_str())
+            || extra.contains(name)
+        {
             c.key_error(
                 CREDENTIAL,
                 &at,
@@ -726,10 +716,10 @@ fn env(c: &mut Checker, req: &ActionRequest) {
         }
     }
     // The submitter passes each of them from their environment (upper-case names, never the
-    // S3 keys, NGC_KEY or a tao-k8s setting: see `driver::credentials`).
+    // S3 keys, NGC_KEY or a tao-k8s setting: see `request::credentials`).
     for (i, name) in extra.iter().enumerate() {
         let at = with(path("spec.credentials.extra"), i);
-        if let Some(problem) = crate::driver::credentials::extra_problem(name) {
+        if let Some(problem) = super::credentials::extra_problem(name) {
             c.error(
                 ENV_NAME,
                 &at,
@@ -782,7 +772,7 @@ fn env(c: &mut Checker, req: &ActionRequest) {
 }
 
 fn naming(c: &mut Checker, req: &ActionRequest) {
-    use crate::lint::rules::annotation_syntax::MAX_ANNOTATIONS_BYTES;
+    use crate::kube::names::MAX_ANNOTATIONS_BYTES;
     let md = &req.metadata;
     if md.name.trim().is_empty() {
         c.error(
@@ -794,7 +784,7 @@ fn naming(c: &mut Checker, req: &ActionRequest) {
         );
     }
     // The whole name is kept in an annotation of the Job (object names are cut to fit).
-    let annotation = crate::plan::REQUEST_NAME_ANNOTATION;
+    let annotation = super::REQUEST_NAME_ANNOTATION;
     if md.name.len() + annotation.len() > MAX_ANNOTATIONS_BYTES {
         c.error(
             NAME,
@@ -904,7 +894,7 @@ fn naming(c: &mut Checker, req: &ActionRequest) {
 /// The tolerations are copied into the pod spec: what the API server refuses there (and the
 /// lint's `toleration` rule reports) is refused here, at the request's field.
 fn tolerations(c: &mut Checker, req: &ActionRequest) {
-    use crate::lint::rules::toleration::{Fields, problems};
+    use crate::kube::toleration::{Fields, problems};
     for (i, t) in req.spec.scheduling.tolerations.iter().enumerate() {
         let operator = t.operator.map(|o| format!("{o:?}"));
         let effect = t.effect.map(|e| format!("{e:?}"));

@@ -7,6 +7,7 @@
 use super::ActionRequest;
 use super::check::{self, pin};
 use crate::diag::{Diagnostic, has_errors};
+use crate::kube::nearest;
 use crate::secrets;
 use crate::source::Source;
 use crate::yaml::{self, Node, Step, Value, display_path};
@@ -584,22 +585,6 @@ fn quoted(names: &[String]) -> String {
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// The closest known name, when it is close enough to be a likely typo (also the strict
-/// Kubernetes checker's did-you-mean).
-pub(crate) fn nearest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    known
-        .into_iter()
-        .map(|k| {
-            (
-                strsim::jaro_winkler(&name.to_lowercase(), &k.to_lowercase()),
-                k,
-            )
-        })
-        .filter(|(score, _)| *score >= 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, k)| k)
 }
 
 /// The schema of the value at an instance path.

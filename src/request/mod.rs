@@ -1,11 +1,10 @@
-//! The action request, version 1: the input contract of `../shared/spec/action-request.md` as
-//! serde types. Unknown fields are refused everywhere. The JSON Schema that editors and the
+//! The action request, version 1: the input contract (the README's "The request" section,
+//! and `schemas/action-request.schema.json`) as serde types. Unknown fields are refused everywhere. The JSON Schema that editors and the
 //! loader use is derived from these types (`tao-k8s schema`), so the two cannot drift.
 
 mod check;
+pub mod credentials;
 mod load;
-
-pub(crate) use load::nearest;
 
 pub(crate) use check::pin;
 pub use check::{
@@ -27,6 +26,9 @@ pub fn scheme(text: &str) -> Option<&str> {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+.-".contains(c));
     ok.then_some(scheme)
 }
+
+/// The annotation of the Job that keeps the request's `metadata.name` whole.
+pub const REQUEST_NAME_ANNOTATION: &str = "tao-k8s.io/request-name";
 
 /// `/dev/shm` on multi-node when `shmSize` is not given: NCCL hangs on a small one.
 pub const DEFAULT_SHM_SIZE: &str = "16Gi";

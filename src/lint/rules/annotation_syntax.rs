@@ -1,11 +1,8 @@
+use crate::kube::names::{MAX_ANNOTATIONS_BYTES, is_qualified_name};
 use crate::lint::api::{LABEL_KEY, Report, entries, key, metadatas, shown};
 use crate::lint::pods::scalar_text;
 use crate::lint::{Document, Findings, Rule};
-use crate::names::is_qualified_name;
 use crate::yaml::{Step, Value, key_text};
-
-/// The most bytes all annotations of one object (keys and values) may hold.
-pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
 
 crate::rule! {
     /// What it checks: the `metadata.annotations` of every object, and of the templates it

@@ -44,7 +44,7 @@ impl Rule for ContainerNames {
             let Some(name) = text(node) else {
                 continue;
             };
-            if !crate::names::is_dns1123_label(name) {
+            if !crate::kube::names::is_dns1123_label(name) {
                 report.at(
                     key(&path.get(), "name"),
                     node,

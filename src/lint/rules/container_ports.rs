@@ -1,6 +1,6 @@
+use crate::kube::names::is_port_name;
 use crate::lint::api::{PORT_NAME, Report, all_containers, index, int, items, key, shown, text};
 use crate::lint::{Document, Findings, Rule};
-use crate::names::is_port_name;
 use std::collections::HashSet;
 
 crate::rule! {

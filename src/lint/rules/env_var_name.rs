@@ -1,7 +1,7 @@
+use crate::kube::KubeVersion;
+use crate::kube::names::{is_env_name, is_relaxed_env_name};
 use crate::lint::api::{Report, all_containers, index, items, key, shown, text};
 use crate::lint::{Document, Findings, Rule};
-use crate::names::{is_env_name, is_relaxed_env_name};
-use crate::plan::KubeVersion;
 
 /// The first version whose API server accepts relaxed names by default.
 const RELAXED: KubeVersion = KubeVersion {

@@ -1,6 +1,6 @@
+use crate::kube::quantity;
 use crate::lint::pods::{ALL_CONTAINERS, container_name, containers, scalar_text};
 use crate::lint::{Document, Finding, Findings, Rule};
-use crate::quantity;
 use crate::yaml::{Node, Step, Value, key_text};
 
 crate::rule! {

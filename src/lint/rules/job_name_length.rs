@@ -1,5 +1,5 @@
+use crate::kube::names::MAX_LABEL;
 use crate::lint::{Document, Finding, Findings, Rule, steps};
-use crate::names::MAX_LABEL;
 use crate::yaml::Value;
 
 crate::rule! {

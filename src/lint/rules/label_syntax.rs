@@ -1,6 +1,6 @@
+use crate::kube::names::{is_label_value, is_qualified_name};
 use crate::lint::api::{LABEL_KEY, LABEL_VALUE, Report, entries, key, metadatas, shown};
 use crate::lint::{Document, Findings, Rule, steps};
-use crate::names::{is_label_value, is_qualified_name};
 use crate::yaml::{Node, Step, Value, key_text};
 
 crate::rule! {

@@ -1,6 +1,6 @@
+use crate::kube::names::is_dns1123_label;
 use crate::lint::pods::env_values;
 use crate::lint::{Document, Finding, Findings, Rule, steps};
-use crate::names::is_dns1123_label;
 use crate::yaml::Value;
 
 crate::rule! {

@@ -1,8 +1,8 @@
-use crate::lint::api::{DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN, Report, key, shown, text};
-use crate::lint::{Document, Findings, Rule, steps};
-use crate::names::{
+use crate::kube::names::{
     is_dns1035_label, is_dns1123_label, is_dns1123_subdomain, is_path_segment_name,
 };
+use crate::lint::api::{DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN, Report, key, shown, text};
+use crate::lint::{Document, Findings, Rule, steps};
 
 /// The longest CronJob name: its Jobs are named `<name>-<11 characters of schedule time>`.
 const MAX_CRONJOB_NAME: usize = 52;

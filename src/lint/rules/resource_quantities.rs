@@ -1,6 +1,6 @@
+use crate::kube::quantity;
 use crate::lint::api::{ContainerPath, Report, all_containers, entries, key, shown, under};
 use crate::lint::{Document, Findings, Rule};
-use crate::quantity;
 use crate::yaml::{Node, Value, key_text};
 
 crate::rule! {

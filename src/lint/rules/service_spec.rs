@@ -1,6 +1,6 @@
+use crate::kube::names::{is_dns1123_label, is_port_name};
 use crate::lint::api::{DNS1123_LABEL, PORT_NAME, Report, index, int, items, key, shown, text};
 use crate::lint::{Document, Findings, Rule, steps};
-use crate::names::{is_dns1123_label, is_port_name};
 use std::collections::HashSet;
 
 const PROTOCOLS: &[&str] = &["TCP", "UDP", "SCTP"];

@@ -1,5 +1,5 @@
+use crate::kube::quantity;
 use crate::lint::{Document, Finding, Findings, Rule};
-use crate::quantity;
 use crate::yaml::{Node, Step, Value};
 
 crate::rule! {

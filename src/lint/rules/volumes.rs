@@ -81,7 +81,7 @@ impl Rule for Volumes {
                 None => report.at(at(), volume, "a volume has no `name`".into(), ""),
                 Some(node) => {
                     if let Some(name) = text(node) {
-                        if !crate::names::is_dns1123_label(name) {
+                        if !crate::kube::names::is_dns1123_label(name) {
                             report.at(
                                 key(&at(), "name"),
                                 node,
