@@ -421,7 +421,6 @@ fn fit_gate(work: &Workload, cluster: &Cluster, opts: &Options) -> Verdict {
     let pods = cluster.pods.as_ref().unwrap_or(&idle_only);
     let judged = fit::judge(&work.template, &requests, &cluster.nodes, pods);
     let wanted = work.pods;
-    let plural = |n: u64| if n == 1 { "pod" } else { "pods" };
     let asks: Vec<String> = requests
         .iter()
         .map(|(k, v)| format!("{k} {}", fit::show(k, *v)))
@@ -433,60 +432,20 @@ fn fit_gate(work: &Workload, cluster: &Cluster, opts: &Options) -> Verdict {
     };
     let idle: u64 = judged.iter().map(|j| j.idle).fold(0, u64::saturating_add);
     let now: u64 = judged.iter().map(|j| j.now).fold(0, u64::saturating_add);
-    let verdict = |outcome, kind, message: String| Verdict {
-        gate: "fit",
-        outcome,
-        fit: Some(kind),
-        message,
-        placement: Vec::new(),
-    };
-
     if idle < wanted {
-        let closest = closest(&judged);
-        let places = if idle == 0 {
-            "no node can take one".to_string()
-        } else {
-            let on: Vec<String> = fit::place(&judged, idle, |j| j.idle)
-                .iter()
-                .map(|p| format!("{} ({})", p.node, p.pods))
-                .collect();
-            format!("an idle cluster has room for {idle} ({})", on.join(", "))
-        };
-        let why = match closest {
-            Some(j) => format!(
-                "; closest{}: {}: {}",
-                if idle == 0 { "" } else { " other node" },
-                j.name,
-                j.misfits
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            None if cluster.nodes.is_empty() => "; the cluster lists no node".into(),
-            None => String::new(),
-        };
-        return verdict(
-            Outcome::Refuse,
-            Fit::NeverFits,
-            format!(
-                "never fits: {wanted} {} requesting {asks} each, {places}{why}",
-                plural(wanted)
-            ),
-        );
+        return never_fits(&judged, cluster, wanted, idle, &asks);
     }
     if cluster.pods.is_none() {
-        let mut v = verdict(
+        return fit_verdict(
             Outcome::Warn,
             Fit::FitsIdle,
             format!(
                 "fits an idle cluster ({wanted} {} requesting {asks} each), but the running pods \
                  could not be listed, so free capacity was not checked",
-                plural(wanted)
+                pods_word(wanted)
             ),
+            fit::place(&judged, wanted, |j| j.idle),
         );
-        v.placement = fit::place(&judged, wanted, |j| j.idle);
-        return v;
     }
     if now >= wanted {
         let placement = fit::place(&judged, wanted, |j| j.now);
@@ -494,19 +453,91 @@ fn fit_gate(work: &Workload, cluster: &Cluster, opts: &Options) -> Verdict {
             .iter()
             .map(|p| format!("{} ({})", p.node, p.pods))
             .collect();
-        let mut v = verdict(
+        return fit_verdict(
             Outcome::Pass,
             Fit::FitsNow,
             format!(
                 "fits now: {wanted} {} requesting {asks} each, on {}",
-                plural(wanted),
+                pods_word(wanted),
                 on.join(", ")
             ),
+            placement,
         );
-        v.placement = placement;
-        return v;
     }
-    // Fits only when running pods end.
+    fits_when_pods_end(work, opts, &judged, now)
+}
+
+fn fit_verdict(
+    outcome: Outcome,
+    kind: Fit,
+    message: String,
+    placement: Vec<fit::Placement>,
+) -> Verdict {
+    Verdict {
+        gate: "fit",
+        outcome,
+        fit: Some(kind),
+        message,
+        placement,
+    }
+}
+
+fn pods_word(n: u64) -> &'static str {
+    if n == 1 { "pod" } else { "pods" }
+}
+
+/// Not even an idle cluster has room for every pod: where the room is, and the node closest
+/// to taking one.
+fn never_fits(
+    judged: &[fit::Judged],
+    cluster: &Cluster,
+    wanted: u64,
+    idle: u64,
+    asks: &str,
+) -> Verdict {
+    let places = if idle == 0 {
+        "no node can take one".to_string()
+    } else {
+        let on: Vec<String> = fit::place(judged, idle, |j| j.idle)
+            .iter()
+            .map(|p| format!("{} ({})", p.node, p.pods))
+            .collect();
+        format!("an idle cluster has room for {idle} ({})", on.join(", "))
+    };
+    let why = match closest(judged) {
+        Some(j) => format!(
+            "; closest{}: {}: {}",
+            if idle == 0 { "" } else { " other node" },
+            j.name,
+            j.misfits
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None if cluster.nodes.is_empty() => "; the cluster lists no node".into(),
+        None => String::new(),
+    };
+    fit_verdict(
+        Outcome::Refuse,
+        Fit::NeverFits,
+        format!(
+            "never fits: {wanted} {} requesting {asks} each, {places}{why}",
+            pods_word(wanted)
+        ),
+        Vec::new(),
+    )
+}
+
+/// An idle cluster has room, the running pods leave too little now: whether to wait depends on
+/// gang scheduling (a Kueue queue), the number of pods and `--allow-pending`.
+fn fits_when_pods_end(
+    work: &Workload,
+    opts: &Options,
+    judged: &[fit::Judged],
+    now: u64,
+) -> Verdict {
+    let wanted = work.pods;
     let busy: Vec<String> = judged
         .iter()
         .filter_map(|j| {
@@ -521,7 +552,7 @@ fn fit_gate(work: &Workload, cluster: &Cluster, opts: &Options) -> Verdict {
         .collect();
     let situation = format!(
         "fits only on an idle cluster: room for {now} of {wanted} {} now ({})",
-        plural(wanted),
+        pods_word(wanted),
         busy.join("; ")
     );
     let (outcome, advice) = if let Some(queue) = &work.queue {
@@ -545,9 +576,12 @@ fn fit_gate(work: &Workload, cluster: &Cluster, opts: &Options) -> Verdict {
             "without gang scheduling the first pods would start and hold their resources waiting for the rest: submit when it fits, through a Kueue queue, or with --allow-pending".to_string(),
         )
     };
-    let mut v = verdict(outcome, Fit::FitsIdle, format!("{situation}; {advice}"));
-    v.placement = fit::place(&judged, now, |j| j.now);
-    v
+    fit_verdict(
+        outcome,
+        Fit::FitsIdle,
+        format!("{situation}; {advice}"),
+        fit::place(judged, now, |j| j.now),
+    )
 }
 
 /// The node nearest to taking a pod: the fewest resources too small (a request can change a

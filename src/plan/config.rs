@@ -8,7 +8,7 @@ use super::{
     OPTION, Options, WORK_DIR,
 };
 use crate::diag::Diagnostic;
-use crate::request::{Loaded, pin};
+use crate::request::{ConfigCommand, Loaded, pin};
 use crate::source::Source;
 use crate::staging::{StagedConfig, Staging, StagingMap};
 use crate::yaml::Step;
@@ -35,7 +35,53 @@ pub(super) fn config_map(
         }
         return Ok((None, map));
     };
-    let at = |field: &str| ["spec", "command", "config", field].map(|k| Step::Key(k.into()));
+    let Some(spec) = materialise(loaded, staging, config, &map, opts)? else {
+        return Ok((None, map)); // refused by the request checks
+    };
+    let data = serde_saphyr::to_string(&spec).map_err(|e| {
+        vec![Diagnostic::error(
+            OPTION,
+            format!("cannot write the config spec as YAML: {e}"),
+        )]
+    })?;
+    let sha256 = hex(&Sha256::digest(data.as_bytes()));
+    check_digests(&loaded.tree, config, &data, &sha256, opts)?;
+    let path = if loaded.request.nodes() > 1 {
+        format!("{WORK_DIR}/{CONFIG_FILE}")
+    } else {
+        format!("{CONFIG_DIR}/{CONFIG_FILE}")
+    };
+    map.config = Some(StagedConfig {
+        pod_path: path.clone(),
+        sha256: sha256.clone(),
+        bytes: data.len(),
+    });
+    let cm = ConfigMap {
+        name: names.config_map.clone(),
+        annotations: [(CONFIG_SHA256_ANNOTATION.to_string(), sha256.clone())].into(),
+        immutable: true,
+        key: CONFIG_FILE.into(),
+        data,
+        sha256,
+        path,
+    };
+    Ok((Some(cm), map))
+}
+
+/// The path of a field of `spec.command.config`.
+fn at(field: &str) -> [Step; 4] {
+    ["spec", "command", "config", field].map(|k| Step::Key(k.into()))
+}
+
+/// The spec as a tree with its producer paths rewritten: the inline one, or the file the
+/// caller read for `spec`; `None` when the request has neither (the request checks refuse it).
+fn materialise(
+    loaded: &Loaded,
+    staging: &Staging,
+    config: &ConfigCommand,
+    map: &StagingMap,
+    opts: &Options,
+) -> Result<Option<crate::yaml::Node>, Vec<Diagnostic>> {
     let tree = &loaded.tree;
     let spec = match (&staging.spec_inline, &config.spec) {
         (Some(inline), _) => inline.clone(),
@@ -53,17 +99,22 @@ pub(super) fn config_map(
                     return Err(vec![pin(tree, &at("spec"), d, "not read")]);
                 }
             };
-            spec_from_file(&source, &map, tree, &at("spec"))?
+            spec_from_file(&source, map, tree, &at("spec"))?
         }
-        (None, None) => return Ok((None, map)), // refused by the request checks
+        (None, None) => return Ok(None),
     };
-    let data = serde_saphyr::to_string(&spec).map_err(|e| {
-        vec![Diagnostic::error(
-            OPTION,
-            format!("cannot write the config spec as YAML: {e}"),
-        )]
-    })?;
-    let sha256 = hex(&Sha256::digest(data.as_bytes()));
+    Ok(Some(spec))
+}
+
+/// The staged spec fits a ConfigMap, and has the digest the request pins and the one a staged
+/// file passed back has.
+fn check_digests(
+    tree: &crate::yaml::Node,
+    config: &ConfigCommand,
+    data: &str,
+    sha256: &str,
+    opts: &Options,
+) -> Result<(), Vec<Diagnostic>> {
     if data.len() > MAX_CONFIG_BYTES {
         let d = Diagnostic::error(
             CONFIG_DIGEST,
@@ -85,7 +136,7 @@ pub(super) fn config_map(
         )]);
     }
     if let Some(pinned) = &config.sha256
-        && !pinned.eq_ignore_ascii_case(&sha256)
+        && !pinned.eq_ignore_ascii_case(sha256)
     {
         let d = Diagnostic::error(
             CONFIG_DIGEST,
@@ -106,26 +157,7 @@ pub(super) fn config_map(
             .help("stage again with `tao-k8s stage`, or pass the file it wrote unchanged")]);
         }
     }
-    let path = if loaded.request.nodes() > 1 {
-        format!("{WORK_DIR}/{CONFIG_FILE}")
-    } else {
-        format!("{CONFIG_DIR}/{CONFIG_FILE}")
-    };
-    map.config = Some(StagedConfig {
-        pod_path: path.clone(),
-        sha256: sha256.clone(),
-        bytes: data.len(),
-    });
-    let cm = ConfigMap {
-        name: names.config_map.clone(),
-        annotations: [(CONFIG_SHA256_ANNOTATION.to_string(), sha256.clone())].into(),
-        immutable: true,
-        key: CONFIG_FILE.into(),
-        data,
-        sha256,
-        path,
-    };
-    Ok((Some(cm), map))
+    Ok(())
 }
 
 /// A spec file as a JSON value with its producer paths rewritten.

@@ -214,22 +214,8 @@ pub fn argv<S: AsRef<str>>(words: &[S]) -> Vec<(usize, Candidate)> {
         }
         login |= w == "login";
         if let Some(body) = w.strip_prefix("--") {
-            let (opt, inline) = match body.split_once('=') {
-                Some((o, _)) => (o, Some(2 + o.len() + 1)),
-                None => (body, None),
-            };
-            let value = match inline {
-                Some(from) => Some((i, from..w.len())),
-                None => next.map(|n| (i + 1, 0..n.len())),
-            };
-            let Some((at, range)) = value else { continue };
-            let text = &words[at].as_ref()[range.clone()];
-            if listed(PAIR_OPTIONS, opt) {
-                if let Some((user, _)) = text.split_once(':') {
-                    push(at, "password", range.start + user.len() + 1..range.end);
-                }
-            } else if super::recognise::name_kind(opt) != super::recognise::NameKind::None {
-                push(at, opt, range);
+            if let Some((at, name, range)) = long_option(words, i, body, next) {
+                push(at, name, range);
             }
             continue;
         }
@@ -238,34 +224,73 @@ pub fn argv<S: AsRef<str>>(words: &[S]) -> Vec<(usize, Candidate)> {
             continue;
         };
         flags.push_str(short);
-        // The flag is one character, which need not be one byte (`-\u{2028}`).
-        let (flag, glued) = short.split_at(short.chars().next().map_or(0, char::len_utf8));
-        let value = if glued.is_empty() {
-            next.map(|n| (i + 1, 0..n.len()))
-        } else {
-            Some((i, 1 + flag.len()..w.len()))
-        };
-        let Some((at, range)) = value else { continue };
-        let tool = tool.as_str();
-        match flag {
-            "p" if listed(GLUED_P, tool) && !glued.is_empty() => push(at, "password", range),
-            "p" if listed(SPACED_P, tool) || (listed(LOGIN_P, tool) && login) => {
-                push(at, "password", range)
-            }
-            "a" if tool == "redis-cli" => push(at, "password", range),
-            "u" if listed(USER_PAIR, tool) => {
-                let text = &words[at].as_ref()[range.clone()];
-                if let Some((user, _)) = text.split_once(':') {
-                    push(at, "password", range.start + user.len() + 1..range.end);
-                }
-            }
-            _ => {}
+        if let Some((at, range)) = short_option(words, i, short, &tool, login, next) {
+            push(at, "password", range);
         }
     }
     if let Some(at) = positional_secret(&tool, &flags, &positionals, words) {
         push(at, "password", 0..words[at].as_ref().len());
     }
     out
+}
+
+/// `--opt X` or `--opt=X`: the value, when the option names a credential, or the password of
+/// a `user:password` pair option. `(word index, name, range in that word)`.
+fn long_option<'w, S: AsRef<str>>(
+    words: &'w [S],
+    i: usize,
+    body: &'w str,
+    next: Option<&str>,
+) -> Option<(usize, &'w str, Range<usize>)> {
+    let w = words[i].as_ref();
+    let (opt, inline) = match body.split_once('=') {
+        Some((o, _)) => (o, Some(2 + o.len() + 1)),
+        None => (body, None),
+    };
+    let (at, range) = match inline {
+        Some(from) => (i, from..w.len()),
+        None => (i + 1, 0..next?.len()),
+    };
+    let text = &words[at].as_ref()[range.clone()];
+    if listed(PAIR_OPTIONS, opt) {
+        let (user, _) = text.split_once(':')?;
+        Some((at, "password", range.start + user.len() + 1..range.end))
+    } else if super::recognise::name_kind(opt) != super::recognise::NameKind::None {
+        Some((at, opt, range))
+    } else {
+        None
+    }
+}
+
+/// `-p X`, `-pX`, `-a X`, `-u user:password`: the password, for the tools that take one that
+/// way. `(word index, range in that word)`.
+fn short_option<S: AsRef<str>>(
+    words: &[S],
+    i: usize,
+    short: &str,
+    tool: &str,
+    login: bool,
+    next: Option<&str>,
+) -> Option<(usize, Range<usize>)> {
+    let w = words[i].as_ref();
+    // The flag is one character, which need not be one byte (`-\u{2028}`).
+    let (flag, glued) = short.split_at(short.chars().next().map_or(0, char::len_utf8));
+    let (at, range) = if glued.is_empty() {
+        (i + 1, 0..next?.len())
+    } else {
+        (i, 1 + flag.len()..w.len())
+    };
+    match flag {
+        "p" if listed(GLUED_P, tool) && !glued.is_empty() => Some((at, range)),
+        "p" if listed(SPACED_P, tool) || (listed(LOGIN_P, tool) && login) => Some((at, range)),
+        "a" if tool == "redis-cli" => Some((at, range)),
+        "u" if listed(USER_PAIR, tool) => {
+            let text = &words[at].as_ref()[range.clone()];
+            let (user, _) = text.split_once(':')?;
+            Some((at, range.start + user.len() + 1..range.end))
+        }
+        _ => None,
+    }
 }
 
 /// Tools of [`positional_secret`], as a command line names them: one without an option or an

@@ -102,57 +102,9 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
         return out;
     }
     // Each regex below runs (and is compiled) only on text that holds its literal.
-    let pems = text
-        .contains("-----BEGIN")
-        .then(|| PEM_BEGIN.find_iter(text));
-    for begin in pems.into_iter().flatten() {
-        // Through the END line, or to the end of a truncated text.
-        let end = PEM_END.find_at(text, begin.end());
-        let (body_end, key_end) = end.map_or((text.len(), text.len()), |e| (e.start(), e.end()));
-        if PEM_BODY.is_match(&text[begin.end()..body_end]) {
-            push(&mut out, finding(PRIVATE_KEY, begin.start()..key_end));
-        }
-    }
-    if let Some(auths) = text
-        .contains("auths")
-        .then(|| DOCKER_AUTHS.find(text))
-        .flatten()
-    {
-        for c in DOCKER_FIELD.captures_iter(&text[auths.end()..]) {
-            let m = c.get(2).expect("group 2 always participates");
-            let range = auths.end() + m.start()..auths.end() + m.end();
-            let real = if &c[1] == "auth" {
-                docker_auth_is_real(m.as_str())
-            } else {
-                dismiss::dismissed(m.as_str()).is_none()
-            };
-            if real {
-                push(&mut out, finding(DOCKER, range));
-            }
-        }
-    }
+    structured(text, &mut out);
     if longest >= 12 {
-        for (shape, re) in candidate_shapes(text) {
-            for c in re.captures_iter(text) {
-                let m = c
-                    .name("s")
-                    .or_else(|| c.get(0))
-                    .expect("a match has group 0");
-                // `mailto:user@host` and its kin are addresses, not `user:password@host`.
-                let address = c.name("u").is_some_and(|u| {
-                    ["mailto", "sip", "sips", "xmpp", "tel"].contains(&u.as_str())
-                });
-                // A URL's signature is a digest of its request: hex of a digest's length is
-                // what one looks like, not a reason to dismiss it.
-                let safe = match shape == SIGNED_URL {
-                    true => is_placeholder(m.as_str()),
-                    false => dismiss::dismissed(m.as_str()).is_some(),
-                };
-                if !address && !safe {
-                    push(&mut out, catalogue_finding(shape, m.as_str(), m.range()));
-                }
-            }
-        }
+        catalogue(text, &mut out);
     }
     // A bare 40-char key is only an AWS secret shortly after the word "secret" (`aws configure
     // set aws_secret_access_key …`, `"SecretAccessKey": …`): AWS-heavy text is full of 40-char
@@ -169,6 +121,73 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
             push(&mut out, finding(AWS_SECRET, m.range()));
         }
     }
+    named_values(text, named, &mut out);
+    out.sort_by_key(|f| f.range.start);
+    out
+}
+
+/// PEM private keys and the `auth`s of a Docker config.
+fn structured(text: &str, out: &mut Vec<Finding>) {
+    let pems = text
+        .contains("-----BEGIN")
+        .then(|| PEM_BEGIN.find_iter(text));
+    for begin in pems.into_iter().flatten() {
+        // Through the END line, or to the end of a truncated text.
+        let end = PEM_END.find_at(text, begin.end());
+        let (body_end, key_end) = end.map_or((text.len(), text.len()), |e| (e.start(), e.end()));
+        if PEM_BODY.is_match(&text[begin.end()..body_end]) {
+            push(out, finding(PRIVATE_KEY, begin.start()..key_end));
+        }
+    }
+    if let Some(auths) = text
+        .contains("auths")
+        .then(|| DOCKER_AUTHS.find(text))
+        .flatten()
+    {
+        for c in DOCKER_FIELD.captures_iter(&text[auths.end()..]) {
+            let m = c.get(2).expect("group 2 always participates");
+            let range = auths.end() + m.start()..auths.end() + m.end();
+            let real = if &c[1] == "auth" {
+                docker_auth_is_real(m.as_str())
+            } else {
+                dismiss::dismissed(m.as_str()).is_none()
+            };
+            if real {
+                push(out, finding(DOCKER, range));
+            }
+        }
+    }
+}
+
+/// The catalogue's token shapes (`ghp_…`, `AKIA…`, URL passwords), those a placeholder or a
+/// test value does not explain.
+fn catalogue(text: &str, out: &mut Vec<Finding>) {
+    for (shape, re) in candidate_shapes(text) {
+        for c in re.captures_iter(text) {
+            let m = c
+                .name("s")
+                .or_else(|| c.get(0))
+                .expect("a match has group 0");
+            // `mailto:user@host` and its kin are addresses, not `user:password@host`.
+            let address = c
+                .name("u")
+                .is_some_and(|u| ["mailto", "sip", "sips", "xmpp", "tel"].contains(&u.as_str()));
+            // A URL's signature is a digest of its request: hex of a digest's length is
+            // what one looks like, not a reason to dismiss it.
+            let safe = match shape == SIGNED_URL {
+                true => is_placeholder(m.as_str()),
+                false => dismiss::dismissed(m.as_str()).is_some(),
+            };
+            if !address && !safe {
+                push(out, catalogue_finding(shape, m.as_str(), m.range()));
+            }
+        }
+    }
+}
+
+/// Values of credential names and options (`PASSWORD=…`, `--token …`, `-p…`), judged by the
+/// recognisers.
+fn named_values(text: &str, named: bool, out: &mut Vec<Finding>) {
     // Extractors, then the recognisers on what they found.
     let mut candidates: Vec<Candidate> = Vec::new();
     if named && text.contains(['=', ':']) {
@@ -187,11 +206,9 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
     }
     for c in candidates {
         if let Some(f) = judge(&c, &text[c.range.clone()], c.range.start) {
-            push(&mut out, f);
+            push(out, f);
         }
     }
-    out.sort_by_key(|f| f.range.start);
-    out
 }
 
 /// One candidate through the recognisers; `base` is the offset of `value` in the scanned text.
