@@ -5,16 +5,23 @@
 //! request.yaml --load--> ActionRequest --check--> Plan --render--> YAML --verify--> objects
 //! ```
 //!
-//! - [`request`] loads YAML or JSON into typed fields, reporting every problem at once with
-//!   its field path and line:col ([`diag`], [`source`], [`yaml`]).
-//! - [`plan`] makes every decision: names ([`names`]), labels, the command vector, env,
-//!   resources, volumes, the staged config.
+//! - [`request`] loads YAML or JSON into typed fields and checks them, reporting every problem
+//!   at once with its field path and line:col ([`diag`], [`source`], [`yaml`]).
+//! - [`staging`] says where every producer-side path lands in the pod.
+//! - [`plan`] makes every decision: names, labels, the command vector, env, resources,
+//!   volumes, the staged config.
 //! - [`render`] lays the Plan out through minijinja templates with JSON auto-escaping.
-//! - [`compile`] parses the output back and validates each object against a strict schema of
-//!   its kind ([`schema`]) before anything is handed out.
+//! - [`compile`] parses the output back, validates each object with the strict checker of
+//!   built-in kinds ([`k8s`]) and runs the project's own lint on it ([`lint`]) before anything
+//!   is handed out.
 //!
-//! The library does no I/O: text in, text and data out. The `tao-k8s` binary reads files,
-//! prints, and owns the exit codes.
+//! Beside the compiler: [`lint`] for any Kubernetes YAML, [`driver`] and [`gate`] for the
+//! generated script, [`record`] for job records. [`kube`] holds what is true of Kubernetes
+//! itself. The modules stand on floors (`ARCHITECTURE.md`): each imports only floors below it.
+//!
+//! The library reads no file and runs no process: text in, text and data out. The one
+//! exception is [`record`], the store of job records, which owns its directory. The
+//! `tao-k8s` binary reads every other file, prints, and owns the exit codes.
 
 pub mod codes;
 pub mod compile;

@@ -18,7 +18,7 @@ pub use crate::codes::{CONFLICT, UNCOVERED};
     rename_all = "camelCase",
     rename_all_fields = "camelCase"
 )]
-pub enum Source {
+pub enum MountSource {
     PersistentVolumeClaim {
         claim_name: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,7 +43,7 @@ pub enum Source {
 pub struct Entry {
     pub producer_path: String,
     pub pod_path: String,
-    pub source: Source,
+    pub source: MountSource,
     pub read_only: bool,
     /// The request field that produced it, e.g. `spec.storage.mounts[0]`.
     pub origin: String,
@@ -74,7 +74,7 @@ pub struct StagedVolume {
     pub mount_path: String,
     /// The path as the request wrote it (`/data/` for `/data`), for messages.
     pub declared_path: String,
-    pub source: Source,
+    pub source: MountSource,
     pub read_only: bool,
     /// For S3 inputs: the emptyDir's size limit.
     pub size_limit: Option<String>,
@@ -173,18 +173,18 @@ impl StagingMap {
     }
 }
 
-fn mount_source(m: &Mount) -> Source {
+fn mount_source(m: &Mount) -> MountSource {
     match (&m.persistent_volume_claim, &m.nfs) {
-        (Some(claim), _) => Source::PersistentVolumeClaim {
+        (Some(claim), _) => MountSource::PersistentVolumeClaim {
             claim_name: claim.clone(),
             sub_path: m.sub_path.clone(),
         },
-        (None, Some(nfs)) => Source::Nfs {
+        (None, Some(nfs)) => MountSource::Nfs {
             server: nfs.server.clone(),
             path: nfs.path.clone(),
             sub_path: m.sub_path.clone(),
         },
-        (None, None) => Source::EmptyDir, // refused by the request checks
+        (None, None) => MountSource::EmptyDir, // refused by the request checks
     }
 }
 
@@ -287,7 +287,7 @@ fn s3_inputs(
                 name: format!("tao-k8s-input-{i}"),
                 mount_path: path.clone(),
                 declared_path: input.path.clone(),
-                source: Source::S3 {
+                source: MountSource::S3 {
                     uri: input.uri.clone(),
                 },
                 read_only: false,
@@ -306,7 +306,7 @@ fn s3_inputs(
             staging.map.entries.push(Entry {
                 producer_path: trim(&input.uri).to_string(),
                 pod_path,
-                source: Source::S3 {
+                source: MountSource::S3 {
                     uri: input.uri.clone(),
                 },
                 read_only: false,
@@ -402,7 +402,7 @@ fn results(req: &ActionRequest, tree: &Node, staging: &mut Staging, diags: &mut 
         .filter(|v| is_under(&results, &v.mount_path))
         .max_by_key(|v| v.mount_path.len());
     match volume {
-        Some(v) if matches!(v.source, Source::S3 { .. }) && !uploaded => {
+        Some(v) if matches!(v.source, MountSource::S3 { .. }) && !uploaded => {
             let d = Diagnostic::error(
                 crate::request::RESULTS_DIR,
                 format!(
@@ -435,14 +435,14 @@ fn results(req: &ActionRequest, tree: &Node, staging: &mut Staging, diags: &mut 
         _ => {}
     }
     staging.results_volume = volume
-        .filter(|v| !matches!(v.source, Source::S3 { .. }))
+        .filter(|v| !matches!(v.source, MountSource::S3 { .. }))
         .map(|v| v.name.clone());
     // The results URI is a producer path too: it is what resultsDir becomes after the upload.
     if let Some(upload) = storage.s3.as_ref().and_then(|s| s.results.as_ref()) {
         staging.map.entries.push(Entry {
             producer_path: trim(&upload.uri).to_string(),
             pod_path: results.clone(),
-            source: Source::S3 {
+            source: MountSource::S3 {
                 uri: upload.uri.clone(),
             },
             read_only: false,
@@ -566,7 +566,7 @@ mod tests {
                 .map(|(p, q)| Entry {
                     producer_path: p.to_string(),
                     pod_path: q.to_string(),
-                    source: Source::EmptyDir,
+                    source: MountSource::EmptyDir,
                     read_only: false,
                     origin: String::new(),
                 })
@@ -641,7 +641,7 @@ mod tests {
     #[test]
     fn the_map_round_trips_through_json() {
         let mut m = map(&[("/a", "/b")]);
-        m.entries[0].source = Source::Nfs {
+        m.entries[0].source = MountSource::Nfs {
             server: "10.0.0.5".into(),
             path: "/x".into(),
             sub_path: Some("y".into()),

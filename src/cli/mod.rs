@@ -19,7 +19,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tao_k8s::kube::KubeVersion;
-use tao_k8s::plan::Options;
+use tao_k8s::plan::{Ambient, Options};
 use tao_k8s::request;
 use tao_k8s::source::Source;
 
@@ -548,10 +548,19 @@ pub(crate) fn emit(text: &str) -> ExitCode {
 pub(crate) fn options(namespace: Option<String>) -> Options {
     Options {
         namespace,
-        env_namespace: std::env::var("TAO_K8S_NAMESPACE")
+        ambient_namespace: std::env::var("TAO_K8S_NAMESPACE")
             .ok()
             .filter(|ns| !ns.is_empty())
-            .or_else(pod_namespace),
+            .map(|name| Ambient {
+                name,
+                from: "TAO_K8S_NAMESPACE",
+            })
+            .or_else(|| {
+                pod_namespace().map(|name| Ambient {
+                    name,
+                    from: "the pod's service account",
+                })
+            }),
         ..Options::default()
     }
 }

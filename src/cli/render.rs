@@ -481,7 +481,11 @@ fn deliver(
 /// `render --out DIR`: every file of the bundle, each whole or not at all.
 fn write_bundle(out: &Reporter, dir: &Path, bundle: &Bundle, map: &str) -> ExitCode {
     // A bundle's script runs the binary that wrote it by default, while it exists.
-    let plan = bundle.script.clone().with_this_binary();
+    let exe = std::env::current_exe().ok().filter(|p| p.is_file());
+    let plan = bundle
+        .script
+        .clone()
+        .with_writer(exe.as_deref().and_then(|p| p.to_str()));
     let probe = bundle.probe.as_ref().map(|p| p.yaml.as_str());
     let written = create_dir(dir)
         .and_then(|()| write_atomic(&dir.join("manifest.yaml"), &bundle.job.yaml))

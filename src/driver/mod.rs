@@ -19,7 +19,6 @@ pub mod kept;
 pub mod objects;
 pub mod values;
 
-pub use crate::plan::S3_KEYS;
 pub use values::JobValues;
 
 /// The driver program, the same for every job.

@@ -5,7 +5,8 @@
 //! into the pod (those are upper case, see [`super::credentials`]).
 
 use super::shell_quote;
-use crate::plan::{MAIN_CONTAINER, Plan, S3_KEYS};
+use crate::plan::{MAIN_CONTAINER, Plan};
+use crate::request::credentials::S3_KEYS;
 use serde::Serialize;
 
 /// What `job.sh` knows about its job.
@@ -171,11 +172,10 @@ impl JobValues {
         super::DRIVER.replacen(super::DATA_LINE, &data, 1)
     }
 
-    /// Record the running binary as the script's default tao-k8s, when its path is an
-    /// existing file and a plain string (no control character to carry into the script).
-    pub fn with_this_binary(mut self) -> JobValues {
-        let exe = std::env::current_exe().ok().filter(|p| p.is_file());
-        if let Some(path) = exe.as_deref().and_then(|p| p.to_str())
+    /// Record `path` (the running binary) as the script's default tao-k8s, when it is a plain
+    /// string: no control character to carry into the script.
+    pub fn with_writer(mut self, path: Option<&str>) -> JobValues {
+        if let Some(path) = path
             && !path.chars().any(char::is_control)
         {
             self.writer = path.to_string();

@@ -14,7 +14,7 @@ pub use probe::{NCCL_PROBE, NCCL_PROBE_DEADLINE, nccl_probe, ngc_pull_secret, pr
 use crate::diag::Diagnostic;
 use crate::kube::KubeVersion;
 use crate::kube::names::is_dns1123_label;
-pub use crate::request::credentials::S3_KEYS;
+use crate::request::credentials::S3_KEYS;
 use crate::request::{ActionRequest, Loaded, Toleration};
 pub use crate::request::{CONFIG_DIR, CONFIG_VOLUME, REQUEST_NAME_ANNOTATION, SHM_VOLUME};
 use crate::source::Source as Source_;
@@ -77,6 +77,14 @@ pub const MAX_CONFIG_BYTES: usize = 1024 * 1024 - 16 * 1024;
 /// The extended resource of NVIDIA GPUs.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
+/// A namespace the caller found around it, and where: for messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ambient {
+    pub name: String,
+    /// `TAO_K8S_NAMESPACE`, `the service account`.
+    pub from: &'static str,
+}
+
 /// What the caller decides beyond the request.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -85,8 +93,9 @@ pub struct Options {
     /// `namespace` replaces the request's (a KRM function's config, as kustomize's namespace
     /// transformer does) instead of having to agree with it (a command line's `--namespace`).
     pub namespace_overrides: bool,
-    /// `$TAO_K8S_NAMESPACE`; used when neither the flag nor the request names one.
-    pub env_namespace: Option<String>,
+    /// The namespace of the submitter's surroundings (`$TAO_K8S_NAMESPACE`, or in a pod the
+    /// service account's), used when neither the flag nor the request names one.
+    pub ambient_namespace: Option<Ambient>,
     pub kube_version: KubeVersion,
     /// Render the 2-node NCCL probe for the request's image and scheduling instead.
     pub nccl_probe: bool,
@@ -103,7 +112,7 @@ impl Default for Options {
         Options {
             namespace: None,
             namespace_overrides: false,
-            env_namespace: None,
+            ambient_namespace: None,
             kube_version: KubeVersion::DEFAULT,
             nccl_probe: false,
             read_spec: None,
@@ -666,7 +675,7 @@ impl Volume {
     }
 }
 
-/// flag or request > `$TAO_K8S_NAMESPACE` > `default`. A flag that names another namespace
+/// flag or request > `$TAO_K8S_NAMESPACE` (or the pod's service account's) > `default`. A flag that names another namespace
 /// than the request's is refused, as kubectl refuses an object of another namespace than its
 /// `--namespace`: neither silently wins.
 fn namespace(loaded: &Loaded, opts: &Options) -> Result<String, Diagnostic> {
@@ -675,8 +684,8 @@ fn namespace(loaded: &Loaded, opts: &Options) -> Result<String, Diagnostic> {
         (ns.as_str(), "--namespace")
     } else if let Some(ns) = &req.metadata.namespace {
         return Ok(ns.clone()); // checked with the request
-    } else if let Some(ns) = opts.env_namespace.as_deref().filter(|ns| !ns.is_empty()) {
-        (ns, "TAO_K8S_NAMESPACE")
+    } else if let Some(ambient) = opts.ambient_namespace.as_ref().filter(|a| !a.name.is_empty()) {
+        (ambient.name.as_str(), ambient.from)
     } else {
         ("default", "the default")
     };

@@ -18,7 +18,7 @@ use crate::request::{
     ActionRequest, CONFIG_PATH_TOKEN, CommandMode, RENDEZVOUS_ENV, TaintEffect, Toleration,
     TolerationOperator,
 };
-use crate::staging::{Source, Staging};
+use crate::staging::{MountSource, Staging};
 use std::collections::BTreeMap;
 
 /// What the pod's layout decides beyond the pod itself.
@@ -163,7 +163,7 @@ impl<'a> Layout<'a> {
     fn staged_volumes(&mut self) {
         for v in &self.staging.volumes {
             let (volume, sub_path) = match &v.source {
-                Source::PersistentVolumeClaim {
+                MountSource::PersistentVolumeClaim {
                     claim_name,
                     sub_path,
                 } => (
@@ -172,7 +172,7 @@ impl<'a> Layout<'a> {
                     },
                     sub_path.clone(),
                 ),
-                Source::Nfs {
+                MountSource::Nfs {
                     server,
                     path,
                     sub_path,
@@ -183,7 +183,7 @@ impl<'a> Layout<'a> {
                     },
                     sub_path.clone(),
                 ),
-                Source::S3 { uri } => {
+                MountSource::S3 { uri } => {
                     let name = format!("fetch-{}", self.init_containers.len());
                     let mut fetch = self.helper(
                         &name,
@@ -202,7 +202,7 @@ impl<'a> Layout<'a> {
                     };
                     (VolumeSource::EmptyDir { empty_dir }, None)
                 }
-                Source::EmptyDir => continue,
+                MountSource::EmptyDir => continue,
             };
             self.volumes.push(Volume {
                 name: v.name.clone(),
@@ -221,7 +221,7 @@ impl<'a> Layout<'a> {
             .staging
             .volumes
             .iter()
-            .any(|v| matches!(v.source, Source::S3 { .. }));
+            .any(|v| matches!(v.source, MountSource::S3 { .. }));
         if fetched && gpus > 0 {
             self.notes.push(format!(
                 "tier C: the pod holds its {gpus} GPU(s) while the S3 inputs download; prefer a PVC (tier A) for large inputs"

@@ -1,7 +1,8 @@
 //! Repository maintenance tasks for tao-k8s, run as `cargo run -p xtask -- <task>`.
 //!
 //! - `k8s-description` regenerates the compact description of every built-in Kubernetes kind
-//!   for each minor 1.28..1.37 under `schemas/k8s/` (the strict checker is built from it);
+//!   for each minor this crate has a feature for (`v1_XX` in its Cargo.toml) under
+//!   `schemas/k8s/` (the strict checker is built from it, and the supported range with it);
 //!   k8s-openapi carries one minor per build, so this re-runs cargo with the feature of each
 //!   minor it is not built for. `--check` verifies the committed files instead (CI).
 //! - `k8s-schemas` regenerates the 1.28 JSON schemas of seven kinds under
@@ -24,7 +25,8 @@ usage: cargo run -p xtask -- <task>
 tasks:
   k8s-description [--check] [1.XX ...]
                          regenerate (or check) schemas/k8s/v1.XX.txt and definitions.txt
-                         for the given minors (default: all of 1.28..1.37)
+                         for the given minors (default: every minor of a v1_XX
+                         feature of xtask/Cargo.toml)
   k8s-schemas            regenerate schemas/k8s/v1.28/*.json (the test oracle)
   k8s-schemas --check    exit 1 if the committed schemas differ from a fresh generation
 ";
@@ -49,16 +51,21 @@ fn main() -> ExitCode {
             let check = rest.contains(&"--check");
             let mut minors = Vec::new();
             for arg in rest.iter().filter(|a| **a != "--check") {
+                let known = known_minors();
                 match arg.strip_prefix("1.").and_then(|m| m.parse::<u32>().ok()) {
-                    Some(m) if (28..=37).contains(&m) => minors.push(m),
+                    Some(m) if known.contains(&m) => minors.push(m),
                     _ => {
-                        eprint!("error: not a version in 1.28..1.37: {arg}\n\n{USAGE}");
+                        eprint!(
+                            "error: not a version of a v1_XX feature of xtask (1.{}..1.{}): {arg}\n\n{USAGE}",
+                            known[0],
+                            known[known.len() - 1]
+                        );
                         return ExitCode::from(EXIT_USAGE);
                     }
                 }
             }
             if minors.is_empty() {
-                minors.extend(28..=37);
+                minors = known_minors();
             }
             run_k8s_description(check, &minors)
         }
@@ -71,6 +78,18 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_USAGE)
         }
     }
+}
+
+/// The minors this crate can describe: one `v1_XX` feature each (k8s-openapi builds one minor
+/// at a time). Adding a Kubernetes minor starts with its feature.
+fn known_minors() -> Vec<u32> {
+    let mut minors: Vec<u32> = include_str!("../Cargo.toml")
+        .lines()
+        .filter_map(|line| line.strip_prefix("v1_")?.split_once(' ')?.0.parse().ok())
+        .collect();
+    minors.sort_unstable();
+    minors.dedup();
+    minors
 }
 
 /// The repository root, found from this crate's manifest directory so the task behaves the

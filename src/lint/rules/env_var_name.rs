@@ -15,7 +15,7 @@ crate::rule! {
     /// (the rule of Kubernetes 1.28 to 1.31). Since Kubernetes 1.32 the API server accepts,
     /// by default, any printable ASCII character but `=` (RelaxedEnvironmentVariableValidation,
     /// beta and on in 1.32, GA in 1.34): such names are refused when the target version
-    /// (`--kube-version`; render's target, lint's 1.37 by default) is older than 1.32. Empty
+    /// (`--kube-version`; render's target, lint's newest supported by default) is older than 1.32. Empty
     /// names, `=`, and characters outside printable ASCII are refused by every version.
     ///
     /// Why it matters: the API server refuses the pod, or the Job whose template holds it.

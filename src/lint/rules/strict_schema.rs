@@ -4,7 +4,7 @@ use crate::yaml::Step;
 
 crate::rule! {
     /// What it checks: objects of every built-in kind against the API of the Kubernetes
-    /// version given by `--kube-version` (default: the newest supported, 1.37): unknown
+    /// version given by `--kube-version` (default: the newest supported): unknown
     /// fields, wrong types, missing required fields, values the API server cannot decode
     /// (quantities, base64, date-times, 32-bit integers, fixed sets like `restartPolicy`),
     /// fields only a newer version has, and API versions that version no longer serves.
