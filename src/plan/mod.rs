@@ -684,7 +684,11 @@ fn namespace(loaded: &Loaded, opts: &Options) -> Result<String, Diagnostic> {
         (ns.as_str(), "--namespace")
     } else if let Some(ns) = &req.metadata.namespace {
         return Ok(ns.clone()); // checked with the request
-    } else if let Some(ambient) = opts.ambient_namespace.as_ref().filter(|a| !a.name.is_empty()) {
+    } else if let Some(ambient) = opts
+        .ambient_namespace
+        .as_ref()
+        .filter(|a| !a.name.is_empty())
+    {
         (ambient.name.as_str(), ambient.from)
     } else {
         ("default", "the default")

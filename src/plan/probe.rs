@@ -12,6 +12,12 @@ pub const NCCL_PROBE: &str = include_str!("../../scripts/nccl_probe.py");
 /// Seconds a probe may run before its Job fails: a hang becomes a failure.
 pub const NCCL_PROBE_DEADLINE: u32 = 300;
 
+/// The prefixes of the environment variables that steer the collective transport (NCCL and
+/// PyTorch's use of it, UCX, Gloo, libfabric as EFA uses it): the probe carries the
+/// request's, so that a probe tests the transport the job will use, and setting them is the
+/// remedy for a probe that hangs.
+pub const TRANSPORT_ENV_PREFIXES: &[&str] = &["NCCL_", "TORCH_NCCL_", "UCX_", "GLOO_", "FI_"];
+
 /// The base name of a request's NCCL probe.
 pub fn probe_name(name: &str) -> String {
     format!("{name}-nccl-probe")
@@ -26,8 +32,9 @@ pub fn ngc_pull_secret(req: &ActionRequest) -> Option<String> {
 }
 
 /// The request of the NCCL probe for `req`: two nodes with its image, GPUs per node,
-/// scheduling, pull secrets, `/dev/shm` and rendezvous settings, running the probe program
-/// instead of the action, with no storage and no credentials.
+/// scheduling, pull secrets, `/dev/shm`, rendezvous settings and transport environment
+/// ([`TRANSPORT_ENV_PREFIXES`]), running the probe program instead of the action, with no
+/// storage, no other environment and no credentials.
 pub fn nccl_probe(req: &ActionRequest) -> Result<ActionRequest, Diagnostic> {
     if req.spec.resources.gpus_per_node == 0 {
         return Err(
@@ -65,9 +72,51 @@ pub fn nccl_probe(req: &ActionRequest) -> Result<ActionRequest, Diagnostic> {
     }
     let spec = &mut probe.spec;
     spec.storage = Default::default();
-    spec.env = Default::default();
+    spec.env
+        .retain(|name, _| TRANSPORT_ENV_PREFIXES.iter().any(|p| name.starts_with(p)));
     spec.credentials = Default::default();
     spec.backoff_limit = Some(0);
     spec.active_deadline_seconds = Some(NCCL_PROBE_DEADLINE);
     Ok(probe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(env: &str) -> ActionRequest {
+        let text = format!(
+            "apiVersion: tao-k8s/v1\nkind: ActionRequest\nmetadata: {{name: t}}\nspec:\n  \
+             image: nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt\n  networkArch: dino\n  \
+             action: train\n  resultsDir: /results/run\n  command: {{args: [dino, train]}}\n  \
+             resources: {{gpusPerNode: 8, nodes: 2, memory: 64Gi}}\n  \
+             storage: {{mounts: [{{name: r, persistentVolumeClaim: r, mountPath: /results}}]}}\n  \
+             env: {env}\n"
+        );
+        let source = crate::source::Source::new("t.yaml", text);
+        crate::request::load(&source).unwrap().request
+    }
+
+    #[test]
+    fn the_probe_keeps_the_transport_env_and_nothing_else() {
+        let probe = nccl_probe(&request(
+            "{NCCL_SOCKET_IFNAME: eth0, NCCL_IB_DISABLE: '1', TORCH_NCCL_BLOCKING_WAIT: '1', \
+             UCX_TLS: tcp, GLOO_SOCKET_IFNAME: eth0, FI_PROVIDER: efa, DATASET: coco, \
+             MY_NCCL_NOTE: x}",
+        ))
+        .unwrap();
+        let names: Vec<&str> = probe.spec.env.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "FI_PROVIDER",
+                "GLOO_SOCKET_IFNAME",
+                "NCCL_IB_DISABLE",
+                "NCCL_SOCKET_IFNAME",
+                "TORCH_NCCL_BLOCKING_WAIT",
+                "UCX_TLS"
+            ]
+        );
+        assert_eq!(probe.spec.env["NCCL_SOCKET_IFNAME"], "eth0");
+    }
 }
