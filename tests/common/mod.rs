@@ -55,8 +55,13 @@ impl Default for Tao {
 
 impl Tao {
     pub fn new() -> Tao {
+        Tao::at(BIN)
+    }
+
+    /// The binary at `bin`: a copy of the one under test, or a stand-in for it.
+    pub fn at(bin: impl AsRef<OsStr>) -> Tao {
         Tao {
-            command: Command::new(BIN),
+            command: Command::new(bin),
             stdin: Stdin::Pipe(Vec::new()),
             timeout: None,
         }
@@ -267,10 +272,10 @@ impl Assert {
 
     /// Stdout is exactly `expected`.
     pub fn stdout(self, expected: impl AsRef<str>) -> Assert {
-        assert_eq!(
-            String::from_utf8_lossy(&self.output.stdout),
+        assert!(
+            self.output.stdout == expected.as_ref().as_bytes(),
+            "stdout is not {:?}\n{}",
             expected.as_ref(),
-            "stdout\n{}",
             self.context()
         );
         self
@@ -278,10 +283,10 @@ impl Assert {
 
     /// Stderr is exactly `expected`.
     pub fn stderr(self, expected: impl AsRef<str>) -> Assert {
-        assert_eq!(
-            String::from_utf8_lossy(&self.output.stderr),
+        assert!(
+            self.output.stderr == expected.as_ref().as_bytes(),
+            "stderr is not {:?}\n{}",
             expected.as_ref(),
-            "stderr\n{}",
             self.context()
         );
         self
