@@ -21,6 +21,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build/k8s_tables.rs");
     let out = std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR");
     k8s_tables::generate(Path::new(env!("CARGO_MANIFEST_DIR")), Path::new(&out));
+    watch_head();
     let Some(commit) = git(&["rev-parse", "--short=12", "HEAD"]) else {
         println!(
             "cargo:rustc-env=TAO_K8S_VERSION={}",
@@ -28,24 +29,52 @@ fn main() {
         );
         return;
     };
-    // Build again when HEAD moves: a commit, a checkout, a fetch into the current branch.
-    for dir in [
-        git(&["rev-parse", "--git-dir"]),
-        git(&["rev-parse", "--git-common-dir"]),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        println!("cargo:rerun-if-changed={dir}/HEAD");
-        println!("cargo:rerun-if-changed={dir}/packed-refs");
-    }
-    if let Some(reference) = git(&["symbolic-ref", "-q", "HEAD"])
-        && let Some(common) = git(&["rev-parse", "--git-common-dir"])
-    {
-        println!("cargo:rerun-if-changed={common}/{reference}");
-    }
     println!(
         "cargo:rustc-env=TAO_K8S_VERSION={} (commit {commit})",
         env!("CARGO_PKG_VERSION")
     );
+}
+
+/// Build again when HEAD moves: a commit, a checkout, a fetch into the current branch.
+///
+/// Only files that exist are declared: cargo counts a declared file that is missing as
+/// changed, so a missing one (`packed-refs` in a fresh `git init`, a loose ref after
+/// `git pack-refs`) would rerun this script and rebuild the crate at every command.
+fn watch_head() {
+    let (Some(git_dir), Some(common)) = (
+        git(&["rev-parse", "--git-dir"]),
+        git(&["rev-parse", "--git-common-dir"]),
+    ) else {
+        return;
+    };
+    // HEAD names the branch (or, detached, the commit); a checkout rewrites it.
+    watch(&Path::new(&git_dir).join("HEAD"));
+    let Some(reference) = git(&["symbolic-ref", "-q", "HEAD"]) else {
+        return;
+    };
+    let common = Path::new(&common);
+    let loose = common.join(&reference);
+    if loose.is_file() {
+        watch(&loose);
+        return;
+    }
+    // The branch lives only in packed-refs (or has no commit yet). A commit writes it as a
+    // loose file, which cannot be declared before it exists: its nearest existing directory
+    // (`refs/heads`) is watched instead, and a file created in it counts as a change.
+    watch(&common.join("packed-refs"));
+    let refs = common.join("refs");
+    if let Some(dir) = loose
+        .ancestors()
+        .skip(1)
+        .take_while(|dir| dir.starts_with(&refs))
+        .find(|dir| dir.is_dir())
+    {
+        watch(dir);
+    }
+}
+
+fn watch(path: &Path) {
+    if path.exists() {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
 }

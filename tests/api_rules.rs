@@ -2,12 +2,13 @@
 //! refuses are reported at their line and column by `lint`, and refused by `render` when a
 //! request would produce them; hand-written real-world manifests report nothing.
 
-use assert_cmd::Command;
+mod common;
+
 use std::path::Path;
 use tao_k8s::lint::{Selection, lint};
 use tao_k8s::source::Source;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+use common::ROOT;
 
 /// `(line, column, code)` of every `api` finding in `text`.
 fn api_findings(text: &str) -> Vec<(usize, usize, String)> {
@@ -32,8 +33,7 @@ fn env_names_follow_the_target_version() {
                 - {name: 1ST_RANK, value: \"0\"}\n    - {name: HTTP PROXY, value: x}\n    \
                 - {name: \"A=B\", value: x}\n";
     let at = |version: &str| {
-        let out = Command::cargo_bin("tao-k8s")
-            .unwrap()
+        let out = common::tao()
             .args([
                 "lint",
                 "--format",
@@ -133,8 +133,7 @@ fn render(text: &str) -> std::process::Output {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("request.yaml");
     std::fs::write(&path, text).unwrap();
-    Command::cargo_bin("tao-k8s")
-        .unwrap()
+    common::tao()
         .args(["--color=never", "render"])
         .arg(&path)
         .env_remove("TAO_K8S_NAMESPACE")

@@ -1,25 +1,16 @@
 //! The command line as a user meets it: exit codes, stdin, output formats, the namespace
 //! precedence, template overrides, notes and warnings on stderr.
 
-use assert_cmd::Command;
+mod common;
+
+use common::{ROOT, Tao, user as tao};
 use serde_json::Value as Json;
 use tao_k8s::source::Source;
 use tao_k8s::yaml;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const EXAMPLE: &str = "examples/dino-train.yaml";
 
-fn tao() -> Command {
-    let mut cmd = Command::cargo_bin("tao-k8s").unwrap();
-    // Not inside a pod either: there the namespace would default to the service account's.
-    cmd.current_dir(ROOT)
-        .env_remove("TAO_K8S_NAMESPACE")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .arg("--color=never");
-    cmd
-}
-
-fn stdout_of(cmd: &mut Command) -> String {
+fn stdout_of(cmd: &mut Tao) -> String {
     let out = cmd.output().unwrap();
     assert_eq!(
         out.status.code(),
@@ -36,7 +27,7 @@ fn documents(text: &str) -> Vec<Json> {
     stream.documents.iter().map(|d| d.to_json()).collect()
 }
 
-fn namespace_of(cmd: &mut Command) -> String {
+fn namespace_of(cmd: &mut Tao) -> String {
     let docs = documents(&stdout_of(cmd));
     docs[0]["metadata"]["namespace"]
         .as_str()
@@ -124,7 +115,7 @@ fn in_a_pod_the_default_namespace_is_the_service_account_s() {
     std::fs::write(sa.join("namespace"), "tao-jobs\n").unwrap();
     let home = dir.path().join("home");
     std::fs::create_dir(&home).unwrap();
-    let in_pod = |cmd: &mut Command| -> String {
+    let in_pod = |cmd: &mut Tao| -> String {
         namespace_of(
             cmd.env("KUBERNETES_SERVICE_HOST", "10.96.0.1")
                 .env("TAO_K8S_SERVICEACCOUNT_DIR", &sa)
@@ -584,7 +575,7 @@ fn the_pre_commit_hooks_draw_no_note_here() {
     }
     let out = std::process::Command::new("bash")
         .arg(root.join(".ci/lint-rendered-examples.sh"))
-        .env("TAO_K8S_BIN", env!("CARGO_BIN_EXE_tao-k8s"))
+        .env("TAO_K8S_BIN", common::BIN)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

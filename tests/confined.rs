@@ -2,38 +2,24 @@
 //! refused wherever a file is read (never waited on), and outputs are written only under
 //! names inside their folder. Each case names the path and what was expected.
 
-use assert_cmd::Command;
+mod common;
+
 use std::path::Path;
 use std::time::Duration;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+use common::{ROOT, Run};
+
 /// A hang guard, not a speed goal: each case takes milliseconds; one that blocks on a FIFO
 /// would wait forever.
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 fn tao(dir: &Path, args: &[&str], stdin: &str) -> Run {
-    let out = Command::cargo_bin("tao-k8s")
-        .unwrap()
+    common::user()
         .current_dir(dir)
-        .env_remove("TAO_K8S_NAMESPACE")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .arg("--color=never")
         .args(args)
         .write_stdin(stdin)
         .timeout(HANG_GUARD)
-        .output()
-        .unwrap();
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .run_lossy()
 }
 
 impl Run {
@@ -121,8 +107,7 @@ fn the_service_account_file_is_bounded() {
         } else {
             std::os::unix::fs::symlink("/dev/zero", sa.join("namespace")).unwrap();
         }
-        let out = Command::cargo_bin("tao-k8s")
-            .unwrap()
+        let out = common::tao()
             .current_dir(d)
             .env_remove("TAO_K8S_NAMESPACE")
             .env_remove("KUBECONFIG")

@@ -2,14 +2,14 @@
 //! whatever their locale and timezone; rendered output lints clean; `-o json` and `-o yaml`
 //! are the same objects.
 
+mod common;
+
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 use tao_k8s::source::Source;
 use tao_k8s::yaml::{Limits, parse};
 
-const BIN: &str = env!("CARGO_BIN_EXE_tao-k8s");
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+use common::ROOT;
 
 /// Two environments as far apart as a CI runner and a laptop can be.
 const ENVIRONMENTS: [&[(&str, &str)]; 2] = [
@@ -23,11 +23,12 @@ const ENVIRONMENTS: [&[(&str, &str)]; 2] = [
 ];
 
 fn tao(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
-    let out = Command::new(BIN)
+    let out = common::tao()
         .args(args)
         .current_dir(ROOT)
         .env_remove("TAO_K8S_NAMESPACE")
         .envs(env.iter().copied())
+        .stdin_null()
         .output()
         .unwrap();
     assert!(
@@ -95,15 +96,11 @@ fn rendered_output_lints_clean_and_json_and_yaml_are_the_same_objects() {
         let json = tao(&["render", &request, "-o", "json"], env).stdout;
 
         // The lint, warnings included, finds nothing in what render prints.
-        let mut lint = Command::new(BIN)
+        let linted = common::tao()
             .args(["lint", "--fail-on", "warning", "--format", "jsonl", "-"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
+            .write_stdin(yaml.clone())
+            .output()
             .unwrap();
-        use std::io::Write;
-        lint.stdin.take().unwrap().write_all(&yaml).unwrap();
-        let linted = lint.wait_with_output().unwrap();
         assert_eq!(
             linted.status.code(),
             Some(0),

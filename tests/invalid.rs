@@ -1,14 +1,13 @@
 //! Every invalid fixture request is refused by `tao-k8s render`: exit 1, nothing on stdout,
 //! and the diagnostics on stderr exactly as a user sees them (snapshotted).
 
-use assert_cmd::Command;
+mod common;
 
 #[test]
 fn invalid_requests_are_refused_with_diagnostics() {
     insta::glob!("../fixtures/requests/invalid", "*.yaml", |path| {
         let rel = path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap();
-        let out = Command::cargo_bin("tao-k8s")
-            .unwrap()
+        let out = common::tao()
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .args(["render", "--color", "never"])
             .arg(rel)

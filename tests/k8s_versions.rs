@@ -1,27 +1,22 @@
 //! `--kube-version` as `lint` and `render` take it: the version objects are checked against,
 //! fields only a newer version has, APIs a version no longer serves, and the supported range.
 
-use assert_cmd::Command;
+mod common;
+
 use std::io::Write;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+use common::ROOT;
 
 fn lint(text: &str, args: &[&str]) -> (Option<i32>, String, String) {
     let mut file = tempfile::NamedTempFile::with_suffix(".yaml").unwrap();
     file.write_all(text.as_bytes()).unwrap();
-    let out = Command::cargo_bin("tao-k8s")
-        .unwrap()
+    let out = common::tao()
         .current_dir(ROOT)
         .args(["--color=never", "lint", "--select", "schema"])
         .args(args)
         .arg(file.path())
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .run_lossy();
+    (out.code, out.stdout, out.stderr)
 }
 
 const MANAGED_JOB: &str = "\

@@ -1,37 +1,26 @@
 //! `tao-k8s krm` as kpt and kustomize run it: a ResourceList on stdin (recorded with
 //! `kpt fn source fixtures/krm/package`), one on stdout.
 
-use assert_cmd::Command;
+mod common;
+
 use serde_json::{Value as Json, json};
 use std::path::Path;
 use tao_k8s::source::Source;
 use tao_k8s::yaml;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+use common::{ROOT, Run};
+
 const RECORDED: &str = "fixtures/krm/kpt-source.yaml";
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 fn krm(args: &[&str], stdin: &str) -> Run {
-    let out = Command::cargo_bin("tao-k8s")
-        .unwrap()
+    common::tao()
         .current_dir(Path::new(ROOT).join("fixtures/krm/package"))
         .env_remove("TAO_K8S_NAMESPACE")
         .arg("--color=never")
         .arg("krm")
         .args(args)
         .write_stdin(stdin)
-        .output()
-        .unwrap();
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+        .run()
 }
 
 fn parse(text: &str) -> Json {
@@ -59,8 +48,7 @@ fn clean() -> String {
 }
 
 fn rendered_alone(request: &str) -> Vec<Json> {
-    let out = Command::cargo_bin("tao-k8s")
-        .unwrap()
+    let out = common::tao()
         .current_dir(ROOT)
         .env_remove("TAO_K8S_NAMESPACE")
         .args(["render", "-o", "json", request])

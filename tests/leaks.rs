@@ -3,12 +3,13 @@
 //! reads; whatever each command prints (stdout and stderr, every output format) must not hold
 //! any 6-character window of it.
 
-use assert_cmd::Command;
+mod common;
+
 use std::path::{Path, PathBuf};
 use tao_k8s::source::Source;
 use tao_k8s::yaml::{self, Node, Value};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+use common::ROOT;
 
 /// Obviously fake, but shaped like a GitHub token (its prefix and length), so that every
 /// door recognises it; mixed case, so that a lowercased object name cannot contain a window.
@@ -87,8 +88,7 @@ fn requests() -> Vec<PathBuf> {
 }
 
 fn run(args: &[&str], dir: &Path) -> String {
-    let out = Command::cargo_bin("tao-k8s")
-        .unwrap()
+    let out = common::tao()
         .current_dir(dir)
         .args(args)
         .env_remove("TAO_K8S_NAMESPACE")
@@ -194,8 +194,7 @@ fn a_credential_anywhere_lint_reads_is_never_echoed_in_any_format() {
         }
     }
     for request in requests().iter().take(6) {
-        let out = Command::cargo_bin("tao-k8s")
-            .unwrap()
+        let out = common::tao()
             .current_dir(request.parent().unwrap())
             .args(["render"])
             .arg(request)
@@ -482,8 +481,7 @@ fn a_credential_of_every_family_in_every_place_stays_masked_in_every_format() {
     ));
     // krm results: items pass through as they came (the function's input, not a report);
     // what it says of them must not echo them.
-    let out = Command::cargo_bin("tao-k8s")
-        .unwrap()
+    let out = common::tao()
         .args(["--color=never", "krm", "--lint"])
         .write_stdin(items)
         .output()

@@ -7,12 +7,15 @@
 //! case) is measured by `bench/limits.sh`. The CPU bound below only catches a hang, far above
 //! what the slowest machine takes.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_tao-k8s");
+use common::{BIN, ROOT};
+
 const EXAMPLE: &str = "examples/dino-train.yaml";
 const MAX_RSS_KIB: i64 = 256 * 1024;
 /// A hang guard, not a speed goal: the slowest case takes about 2.5 s of CPU on a loaded
@@ -71,7 +74,7 @@ fn run(args: &[&str], input: Input) -> Run {
 fn run_in(command: &mut Command, args: &[&str], input: Input) -> Run {
     let mut child = command
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(ROOT)
         .env_remove("TAO_K8S_MAX_INPUT_SIZE")
         .stdin(match input {
             Input::None => Stdio::null(),
@@ -137,7 +140,7 @@ fn file(dir: &Path, name: &str, bytes: impl AsRef<[u8]>) -> String {
 
 /// The bundled example with `extra` spliced in as more of its `spec`.
 fn request_with(extra: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE))
+    std::fs::read_to_string(Path::new(ROOT).join(EXAMPLE))
         .unwrap()
         .replacen("spec:\n", &format!("spec:\n{extra}"), 1)
 }
@@ -298,10 +301,11 @@ fn a_record_file_over_its_limit_is_corrupt_not_read_whole() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().display().to_string();
     let record = |args: &[&str]| {
-        Command::new(BIN)
+        common::tao()
             .env("TAO_K8S_STATE_DIR", &state)
             .arg("record")
             .args(args)
+            .stdin_null()
             .output()
             .unwrap()
     };

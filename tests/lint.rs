@@ -3,12 +3,14 @@
 //! `pass.yaml` holds near-misses that must report nothing. Also the registry's own rules:
 //! unique codes, documented, with fixtures.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use tao_k8s::lint::{Selection, lint, registry};
 use tao_k8s::source::Source;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+use common::ROOT;
 
 fn findings(path: &Path, code: &str) -> BTreeSet<(usize, String)> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -112,8 +114,7 @@ fn text_reports_of_every_failing_fixture() {
     for rule in registry::RULES {
         let meta = rule.meta();
         let fail = format!("fixtures/lint/{}/fail.yaml", meta.name);
-        let out = assert_cmd::Command::cargo_bin("tao-k8s")
-            .unwrap()
+        let out = common::tao()
             .current_dir(ROOT)
             .args([
                 "--color=never",

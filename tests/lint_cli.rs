@@ -1,15 +1,15 @@
 //! `tao-k8s lint`, `rules` and `explain` as CI and pre-commit hooks call them: exit codes,
 //! directory walking, stdin, suppressions, and the four output formats.
 
-use assert_cmd::Command;
+mod common;
+
 use serde_json::Value as Json;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+use common::ROOT;
 const CREDENTIALS: &str = "fixtures/lint/inline-credential/fail.yaml";
 
 fn tao(args: &[&str]) -> std::process::Output {
-    Command::cargo_bin("tao-k8s")
-        .unwrap()
+    common::tao()
         .current_dir(ROOT)
         .arg("--color=never")
         .args(args)
@@ -99,8 +99,7 @@ fn directories_are_walked_without_templates_and_stdin_works() {
     );
 
     let text = std::fs::read_to_string(format!("{ROOT}/{CREDENTIALS}")).unwrap();
-    let out = Command::cargo_bin("tao-k8s")
-        .unwrap()
+    let out = common::tao()
         .args(["lint", "--format", "json", "-"])
         .write_stdin(text)
         .output()
@@ -422,8 +421,7 @@ fn directories_are_walked_once_through_symlink_loops_like_kubectl_reads_them() {
     symlink("..", root.join("sub/up")).unwrap();
     symlink("sub", root.join("again")).unwrap();
 
-    let out = Command::cargo_bin("tao-k8s")
-        .unwrap()
+    let out = common::tao()
         .current_dir(root)
         .args(["lint", "--format", "json", "."])
         // A hang guard far above the second it takes: the loops ran for minutes.
@@ -445,8 +443,7 @@ fn directories_are_walked_once_through_symlink_loops_like_kubectl_reads_them() {
     assert_eq!(files, ["./again/a.yaml", "./c.json"]);
 
     // Named on the command line, a file is linted wherever it is.
-    let named = Command::cargo_bin("tao-k8s")
-        .unwrap()
+    let named = common::tao()
         .current_dir(root)
         .args([
             "lint",
@@ -572,8 +569,7 @@ fn strict_kinds_makes_a_kind_without_schema_an_error() {
     // A suppression still holds under --strict-kinds.
     let suppressed = "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata:\n  \
                       name: m\n  annotations: {tao-k8s.io/ignore: \"TK021 # no CRD at hand\"}\n";
-    let out = Command::cargo_bin("tao-k8s")
-        .unwrap()
+    let out = common::tao()
         .args(["lint", "--strict-kinds", "-"])
         .write_stdin(suppressed)
         .output()
@@ -637,8 +633,7 @@ fn crd_patterns_are_re2_and_an_uncompilable_one_is_reported_once_on_the_crd() {
     let lint = |pattern: &str, names: &[&str]| {
         std::fs::write(dir.path().join("crd.yaml"), crd_with_pattern(pattern)).unwrap();
         std::fs::write(dir.path().join("things.yaml"), things(names)).unwrap();
-        Command::cargo_bin("tao-k8s")
-            .unwrap()
+        common::tao()
             .current_dir(dir.path())
             .args([
                 "--color=never",

@@ -2,7 +2,8 @@
 //! processes, a writer killed mid-write, and the `tao-k8s record` command line. Every test has
 //! its own temporary state directory.
 
-use assert_cmd::Command;
+mod common;
+
 use serde_json::Value;
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -16,7 +17,7 @@ use tao_k8s::record::{
     NewRecord, Record, RecordError, State, StorageTier, Store, rfc3339, state_dir,
 };
 
-const BIN: &str = env!("CARGO_BIN_EXE_tao-k8s");
+use common::Tao;
 
 fn fields() -> NewRecord {
     NewRecord {
@@ -29,19 +30,19 @@ fn fields() -> NewRecord {
     }
 }
 
-fn cli(dir: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("tao-k8s").unwrap();
+fn cli(dir: &Path) -> Tao {
+    let mut cmd = common::tao();
     cmd.env("TAO_K8S_STATE_DIR", dir).arg("record");
     cmd
 }
 
 /// The real binary, for spawning many at once.
 fn process(dir: &Path, args: &[&str]) -> Output {
-    std::process::Command::new(BIN)
+    common::tao()
         .env("TAO_K8S_STATE_DIR", dir)
         .arg("record")
         .args(args)
-        .stdin(Stdio::null())
+        .stdin_null()
         .output()
         .unwrap()
 }
@@ -568,8 +569,7 @@ fn cli_open_prints_only_the_id() {
 #[test]
 fn cli_state_dir_from_xdg_state_home() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("tao-k8s")
-        .unwrap()
+    let out = common::tao()
         .env_remove("TAO_K8S_STATE_DIR")
         .env("XDG_STATE_HOME", dir.path())
         .arg("record")

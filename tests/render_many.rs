@@ -1,40 +1,27 @@
 //! `render` in a pipeline: several requests, `-` and folders in one run, into one stream or
 //! one bundle folder per request; one refused request refuses the run unless `--keep-going`.
 
-use assert_cmd::Command;
+mod common;
+
 use std::path::Path;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+use common::{ROOT, Tao};
+
 const EXAMPLE: &str = "examples/dino-train.yaml";
 const VALID: &str = "fixtures/requests/valid";
 const EMPTY: &str = "fixtures/requests/invalid/empty.yaml";
 
-fn tao() -> Command {
-    let mut cmd = Command::cargo_bin("tao-k8s").unwrap();
+fn tao() -> Tao {
+    let mut cmd = common::tao();
     cmd.current_dir(ROOT)
         .env_remove("TAO_K8S_NAMESPACE")
         .arg("--color=never");
     cmd
 }
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(cmd: &mut Command) -> Run {
-    let out = cmd.output().unwrap();
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
-
 /// What `render` prints for one request alone.
 fn alone(path: &str) -> String {
-    let r = run(tao().args(["render", path]));
+    let r = tao().args(["render", path]).run();
     assert_eq!(r.code, Some(0), "{path}: {}", r.stderr);
     r.stdout
 }
@@ -62,7 +49,7 @@ fn a_folder_and_files_render_as_one_stream_of_each_request_in_order() {
             .join("specs/dino-train.yaml")
             .exists()
     );
-    let r = run(tao().args(["render", VALID, EXAMPLE]));
+    let r = tao().args(["render", VALID, EXAMPLE]).run();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let expected: String = requests
         .iter()
@@ -90,10 +77,11 @@ fn stdin_and_other_extensions_are_requests_too() {
     std::fs::write(dir.path().join("notes.txt"), "not a request").unwrap();
     std::fs::create_dir(dir.path().join("nested")).unwrap();
     std::fs::write(dir.path().join("nested/c.yaml"), "not: read").unwrap();
-    let r = run(tao()
+    let r = tao()
         .args(["render", "-o", "json", "-"])
         .arg(dir.path())
-        .write_stdin(renamed("stdin-one")));
+        .write_stdin(renamed("stdin-one"))
+        .run();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let list: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(list["apiVersion"], "v1");
@@ -109,29 +97,31 @@ fn stdin_and_other_extensions_are_requests_too() {
     // A folder of one request is still a List: a pipeline reads one shape.
     let one = tempfile::tempdir().unwrap();
     std::fs::write(one.path().join("a.yaml"), renamed("ay")).unwrap();
-    let r = run(tao().args(["render", "-o", "json"]).arg(one.path()));
+    let r = tao().args(["render", "-o", "json"]).arg(one.path()).run();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let list: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(list["kind"], "List");
     assert_eq!(list["items"].as_array().unwrap().len(), 1);
 
-    let twice = run(tao().args(["render", "-", "-"]));
+    let twice = tao().args(["render", "-", "-"]).run();
     assert_eq!(twice.code, Some(2));
     assert!(twice.stderr.contains("`-` (stdin) can be read once"));
     let empty = tempfile::tempdir().unwrap();
-    let none = run(tao().arg("render").arg(empty.path()));
+    let none = tao().arg("render").arg(empty.path()).run();
     assert_eq!(none.code, Some(2));
     assert!(none.stderr.contains("holds no request"), "{}", none.stderr);
 }
 
 #[test]
 fn one_refused_request_refuses_the_run_unless_keep_going() {
-    let r = run(tao().args([
-        "render",
-        EXAMPLE,
-        EMPTY,
-        "fixtures/requests/valid/tier-c.yaml",
-    ]));
+    let r = tao()
+        .args([
+            "render",
+            EXAMPLE,
+            EMPTY,
+            "fixtures/requests/valid/tier-c.yaml",
+        ])
+        .run();
     assert_eq!(r.code, Some(1));
     assert!(r.stdout.is_empty(), "nothing printed");
     assert!(
@@ -144,13 +134,15 @@ fn one_refused_request_refuses_the_run_unless_keep_going() {
         r.stderr
     );
 
-    let k = run(tao().args([
-        "render",
-        "--keep-going",
-        EXAMPLE,
-        EMPTY,
-        "fixtures/requests/valid/tier-c.yaml",
-    ]));
+    let k = tao()
+        .args([
+            "render",
+            "--keep-going",
+            EXAMPLE,
+            EMPTY,
+            "fixtures/requests/valid/tier-c.yaml",
+        ])
+        .run();
     assert_eq!(k.code, Some(1));
     assert_eq!(
         k.stdout,
@@ -178,7 +170,7 @@ fn objects_of_one_name_from_two_requests_are_refused() {
         example.replace("namespace: vision", "namespace: vision-b"),
     )
     .unwrap();
-    let r = run(tao().arg("render").arg(dir.path()));
+    let r = tao().arg("render").arg(dir.path()).run();
     assert_eq!(r.code, Some(1));
     assert!(r.stdout.is_empty());
     let first = dir.path().join("first.yaml");
@@ -193,7 +185,11 @@ fn objects_of_one_name_from_two_requests_are_refused() {
         r.stderr
     );
     assert!(r.stderr.contains("1 of 3 requests refused"), "{}", r.stderr);
-    let k = run(tao().arg("render").arg("--keep-going").arg(dir.path()));
+    let k = tao()
+        .arg("render")
+        .arg("--keep-going")
+        .arg(dir.path())
+        .run();
     assert_eq!(k.code, Some(1));
     let namespaces: Vec<&str> = k
         .stdout
@@ -209,14 +205,15 @@ fn objects_of_one_name_from_two_requests_are_refused() {
 #[test]
 fn out_writes_one_bundle_folder_per_request() {
     let out = tempfile::tempdir().unwrap();
-    let r = run(tao()
+    let r = tao()
         .args([
             "render",
             EXAMPLE,
             "fixtures/requests/valid/multi-node-2.yaml",
             "--out",
         ])
-        .arg(out.path()));
+        .arg(out.path())
+        .run();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     // Each folder holds what a bundle of that request alone holds.
     for (request, stem) in [
@@ -224,7 +221,10 @@ fn out_writes_one_bundle_folder_per_request() {
         ("fixtures/requests/valid/multi-node-2.yaml", "multi-node-2"),
     ] {
         let single = tempfile::tempdir().unwrap();
-        let s = run(tao().args(["render", request, "--out"]).arg(single.path()));
+        let s = tao()
+            .args(["render", request, "--out"])
+            .arg(single.path())
+            .run();
         assert_eq!(s.code, Some(0));
         let mut names: Vec<String> = std::fs::read_dir(single.path())
             .unwrap()
@@ -251,11 +251,12 @@ fn out_writes_one_bundle_folder_per_request() {
     )
     .unwrap();
     let clash = tempfile::tempdir().unwrap();
-    let r = run(tao()
+    let r = tao()
         .args(["render", EXAMPLE])
         .arg(dir.path().join("x/dino-train.yaml"))
         .arg("--out")
-        .arg(clash.path().join("o")));
+        .arg(clash.path().join("o"))
+        .run();
     assert_eq!(r.code, Some(2));
     assert!(
         r.stderr.contains("would both be written to"),
@@ -268,7 +269,9 @@ fn out_writes_one_bundle_folder_per_request() {
 #[test]
 fn options_about_one_request_are_refused_with_several() {
     for flag in ["--staging-map", "--staged-config"] {
-        let r = run(tao().args(["render", EXAMPLE, VALID, flag, "/tmp/unused"]));
+        let r = tao()
+            .args(["render", EXAMPLE, VALID, flag, "/tmp/unused"])
+            .run();
         assert_eq!(r.code, Some(2), "{flag}");
         assert!(
             r.stderr.contains(&format!("{flag} takes one request")),
@@ -276,7 +279,7 @@ fn options_about_one_request_are_refused_with_several() {
             r.stderr
         );
     }
-    let r = run(tao().args(["render", VALID, "--emit-unverified"]));
+    let r = tao().args(["render", VALID, "--emit-unverified"]).run();
     assert_eq!(r.code, Some(2));
 }
 
@@ -292,14 +295,15 @@ fn a_template_mistake_names_each_request_it_failed_for() {
         ),
     )
     .unwrap();
-    let r = run(tao()
+    let r = tao()
         .args([
             "render",
             EXAMPLE,
             "fixtures/requests/valid/tier-c.yaml",
             "--templates",
         ])
-        .arg(dir.path()));
+        .arg(dir.path())
+        .run();
     assert_eq!(r.code, Some(1));
     for request in [EXAMPLE, "fixtures/requests/valid/tier-c.yaml"] {
         assert!(

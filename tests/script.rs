@@ -7,13 +7,15 @@
 //! mutating kubectl calls (apply, create, patch, delete). Credentials are recognisably fake
 //! values that must appear nowhere but in the 0600 files of the Secrets the driver creates.
 
-use assert_cmd::cargo::cargo_bin;
+mod common;
+
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+use common::{BIN, ROOT, Tao};
+
 const CONTEXT: &str = "test-ctx";
 /// The Job uid the scenarios answer.
 const UID: &str = "5f0c1b2a-7d3e-4c8f-9a1b-2c3d4e5f6a7b";
@@ -73,12 +75,12 @@ impl Call {
 }
 
 fn tao(args: &[&str], state: &Path) -> std::process::Output {
-    Command::new(cargo_bin("tao-k8s"))
+    common::tao()
         .args(args)
         .env("TAO_K8S_STATE_DIR", state)
         .env_remove("TAO_K8S_NAMESPACE")
         .env_remove("KUBERNETES_SERVICE_HOST")
-        .stdin(Stdio::null())
+        .stdin_null()
         .output()
         .unwrap()
 }
@@ -111,14 +113,14 @@ impl Sandbox {
     /// Render the bundle into `into`: a second one is a fresh shell's view, without the
     /// `record-id` that submit writes beside the script.
     fn render(&self, into: &str) {
-        self.render_with(&cargo_bin("tao-k8s"), into);
+        self.render_with(Path::new(BIN), into);
     }
 
     /// Render the bundle into `into` with the tao-k8s binary `bin`.
     fn render_with(&self, bin: &Path, into: &str) {
         let out = self.path(into);
         let request = Path::new(ROOT).join(&self.request);
-        let r = Command::new(bin)
+        let r = Tao::at(bin)
             .args([
                 "render",
                 request.to_str().unwrap(),
@@ -128,7 +130,7 @@ impl Sandbox {
             .env("TAO_K8S_STATE_DIR", self.path("state"))
             .env_remove("TAO_K8S_NAMESPACE")
             .env_remove("KUBERNETES_SERVICE_HOST")
-            .stdin(Stdio::null())
+            .stdin_null()
             .output()
             .unwrap();
         assert!(
@@ -257,7 +259,7 @@ impl Sandbox {
             .env("PATH", path)
             .env("HOME", self.path("home"))
             .env("TMPDIR", self.path("tmp"))
-            .env("TAO_K8S_BIN", cargo_bin("tao-k8s"))
+            .env("TAO_K8S_BIN", BIN)
             .env("TAO_K8S_STATE_DIR", self.path("state"))
             .env("TAO_K8S_CONTEXT", CONTEXT)
             .env("TAO_K8S_SKIP_NODE_RUNTIME_CHECK", "1")
@@ -2036,11 +2038,11 @@ fn planted_credentials_never_leak_from_any_subcommand_or_verb() {
     .map(|(args, code)| (args.into_iter().map(String::from).collect(), code))
     .collect();
     for (args, code) in &commands {
-        let out = Command::new(cargo_bin("tao-k8s"))
+        let out = common::tao()
             .args(args)
             .env("TAO_K8S_STATE_DIR", &state)
             .envs(env.iter().copied())
-            .stdin(Stdio::null())
+            .stdin_null()
             .output()
             .unwrap();
         if let Some(code) = code {
@@ -2125,7 +2127,7 @@ fn without_its_tao_k8s_the_driver_stops_before_any_kubectl_call() {
     let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
     let writer = s.path("writer/tao-k8s");
     fs::create_dir(s.path("writer")).unwrap();
-    fs::copy(cargo_bin("tao-k8s"), &writer).unwrap();
+    fs::copy(BIN, &writer).unwrap();
     s.render_with(&writer, "moved");
     let script = fs::read_to_string(s.path("moved/job.env")).unwrap();
     assert!(
@@ -2475,7 +2477,7 @@ fn nothing_outlives_a_failed_submit() {
             scenario.clone()
         };
         let fake = Path::new(ROOT).join("fixtures/kubectl/fake-tao-k8s");
-        let real = cargo_bin("tao-k8s");
+        let real = Path::new(BIN);
         let mut env = credentials.to_vec();
         env.extend([
             ("TAO_K8S_BIN", fake.to_str().unwrap()),

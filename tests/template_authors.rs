@@ -2,34 +2,21 @@
 //! beside its diagnostics, the template context as a contract, and snapshot tests of their own
 //! templates.
 
-use assert_cmd::Command;
+mod common;
+
 use std::path::Path;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+use common::{ROOT, Tao};
+
 const EXAMPLE: &str = "examples/dino-train.yaml";
 const MULTI_NODE: &str = "fixtures/requests/valid/multi-node-2.yaml";
 
-fn tao() -> Command {
-    let mut cmd = Command::cargo_bin("tao-k8s").unwrap();
+fn tao() -> Tao {
+    let mut cmd = common::tao();
     cmd.current_dir(ROOT)
         .env_remove("TAO_K8S_NAMESPACE")
         .arg("--color=never");
     cmd
-}
-
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(cmd: &mut Command) -> Run {
-    let out = cmd.output().unwrap();
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
 }
 
 /// A template directory holding `files` (name, text).
@@ -73,7 +60,7 @@ fn a_file_that_overrides_nothing_is_refused_by_every_command_that_renders() {
         ],
     ];
     for args in commands {
-        let r = run(tao().args(&args).arg("--templates").arg(dir.path()));
+        let r = tao().args(&args).arg("--templates").arg(dir.path()).run();
         assert_eq!(r.code, Some(1), "{args:?}: {}", r.stderr);
         assert!(r.stdout.is_empty(), "{args:?}");
         assert!(
@@ -91,11 +78,12 @@ fn a_file_that_overrides_nothing_is_refused_by_every_command_that_renders() {
 fn a_driver_template_is_refused_with_where_the_driver_is_now() {
     let dir = templates(&[("driver.sh.j2", "#!/bin/bash\necho custom\n")]);
     let out = tempfile::tempdir().unwrap();
-    let r = run(tao()
+    let r = tao()
         .args(["render", EXAMPLE, "--out"])
         .arg(out.path().join("b"))
         .arg("--templates")
-        .arg(dir.path()));
+        .arg(dir.path())
+        .run();
     assert_eq!(r.code, Some(1), "{}", r.stderr);
     assert!(
         r.stderr
@@ -111,9 +99,10 @@ fn a_driver_template_is_refused_with_where_the_driver_is_now() {
 #[test]
 fn a_name_far_from_every_template_lists_them_all() {
     let dir = templates(&[("deployment.yaml.j2", "kind: Deployment\n")]);
-    let r = run(tao()
+    let r = tao()
         .args(["render", EXAMPLE, "--templates"])
-        .arg(dir.path()));
+        .arg(dir.path())
+        .run();
     assert_eq!(r.code, Some(1));
     assert!(
         r.stderr.contains("rename it after the template it replaces: configmap.yaml.j2, job.yaml.j2, service.yaml.j2, _container.yaml.j2")
@@ -133,9 +122,10 @@ fn the_container_partial_is_overridable_and_reaches_the_probe_and_the_bundle() {
     );
     assert!(partial.contains("imagePullPolicy"));
     let dir = templates(&[("_container.yaml.j2", &partial)]);
-    let r = run(tao()
+    let r = tao()
         .args(["render", "--nccl-probe", MULTI_NODE, "--templates"])
-        .arg(dir.path()));
+        .arg(dir.path())
+        .run();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(
         r.stdout.contains("imagePullPolicy: \"Always\""),
@@ -144,18 +134,19 @@ fn the_container_partial_is_overridable_and_reaches_the_probe_and_the_bundle() {
     );
 
     let out = tempfile::tempdir().unwrap();
-    let r = run(tao()
+    let r = tao()
         .args(["render", MULTI_NODE, "--out"])
         .arg(out.path())
         .arg("--templates")
-        .arg(dir.path()));
+        .arg(dir.path())
+        .run();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     for file in ["manifest.yaml", "nccl-probe.yaml"] {
         let text = std::fs::read_to_string(out.path().join(file)).unwrap();
         assert!(text.contains("imagePullPolicy: \"Always\""), "{file}");
     }
     // Without the override, the embedded partial: no pull policy.
-    let r = run(tao().args(["render", MULTI_NODE]));
+    let r = tao().args(["render", MULTI_NODE]).run();
     assert!(!r.stdout.contains("imagePullPolicy"));
 }
 
@@ -172,15 +163,17 @@ fn emit_unverified_prints_the_output_that_the_diagnostic_points_into() {
         "restartPolicy: {{ job.pod.restartPolicy }}",
         "restartPolicy: {{ job.pod.restartPolicy }}\n      restartPolicyy: Never",
     );
-    let plain = run(tao()
+    let plain = tao()
         .args(["render", EXAMPLE, "--templates"])
-        .arg(dir.path()));
+        .arg(dir.path())
+        .run();
     assert_eq!(plain.code, Some(1));
     assert!(plain.stdout.is_empty(), "verified output only, by default");
 
-    let r = run(tao()
+    let r = tao()
         .args(["render", EXAMPLE, "--emit-unverified", "--templates"])
-        .arg(dir.path()));
+        .arg(dir.path())
+        .run();
     assert_eq!(r.code, Some(1), "still refused");
     assert_eq!(r.stderr, plain.stderr, "the same diagnostics");
     // The diagnostic names a line and column of the rendered stream, frames it, and that is
@@ -216,9 +209,10 @@ fn emit_unverified_masks_credentials_in_what_it_prints() {
         "  labels:\n",
         "  annotations:\n    ci.example.com/token: \"ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE\"\n  labels:\n",
     );
-    let r = run(tao()
+    let r = tao()
         .args(["render", EXAMPLE, "--emit-unverified", "--templates"])
-        .arg(dir.path()));
+        .arg(dir.path())
+        .run();
     assert_eq!(r.code, Some(1));
     assert!(
         r.stderr.contains("TK092") && r.stderr.contains("TK101"),
@@ -239,9 +233,10 @@ fn emit_unverified_masks_credentials_in_what_it_prints() {
 #[test]
 fn a_template_that_renders_nothing_has_nothing_to_emit() {
     let dir = templates(&[("job.yaml.j2", "kind: Job\nname: {{ no_such_field }}\n")]);
-    let r = run(tao()
+    let r = tao()
         .args(["render", EXAMPLE, "--emit-unverified", "--templates"])
-        .arg(dir.path()));
+        .arg(dir.path())
+        .run();
     assert_eq!(r.code, Some(1));
     assert!(r.stdout.is_empty());
     assert!(
@@ -299,7 +294,7 @@ fn the_committed_context_schema_is_what_the_types_generate_and_the_cli_prints() 
         committed == tao_k8s::plan::context_schema_text(),
         "schemas/template-context.schema.json is stale: run `cargo run -- schema --template-context > schemas/template-context.schema.json`"
     );
-    let printed = run(tao().args(["schema", "--template-context"]));
+    let printed = tao().args(["schema", "--template-context"]).run();
     assert_eq!(printed.code, Some(0));
     assert_eq!(printed.stdout, committed);
     let schema: serde_json::Value = serde_json::from_str(&committed).unwrap();
@@ -341,7 +336,7 @@ fn every_context_is_valid_against_the_schema_and_the_schema_is_not_vacuous() {
 
 #[test]
 fn plan_prints_the_context_as_json_or_yaml() {
-    let json = run(tao().args(["plan", EXAMPLE]));
+    let json = tao().args(["plan", EXAMPLE]).run();
     assert_eq!(json.code, Some(0), "{}", json.stderr);
     let json: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(json["names"]["job"], "dino-train-coco");
@@ -350,7 +345,7 @@ fn plan_prints_the_context_as_json_or_yaml() {
         json["job"]["pod"]["containers"][0]["image"],
         "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt"
     );
-    let yaml = run(tao().args(["plan", EXAMPLE, "-o", "yaml"]));
+    let yaml = tao().args(["plan", EXAMPLE, "-o", "yaml"]).run();
     assert_eq!(yaml.code, Some(0), "{}", yaml.stderr);
     let stream = tao_k8s::yaml::parse(
         &tao_k8s::source::Source::new("plan", yaml.stdout.as_str()),
@@ -359,17 +354,19 @@ fn plan_prints_the_context_as_json_or_yaml() {
     .unwrap();
     assert_eq!(stream.documents[0].to_json(), json, "the same context");
     // What the templates render from: the printed context is the one `render` used.
-    let rendered = run(tao().args(["render", EXAMPLE, "-o", "json"]));
+    let rendered = tao().args(["render", EXAMPLE, "-o", "json"]).run();
     let job: serde_json::Value = serde_json::from_str(&rendered.stdout).unwrap();
     assert_eq!(
         job["spec"]["template"]["spec"]["containers"][0]["args"],
         json["job"]["pod"]["containers"][0]["args"]
     );
     // The probe's context, and a refused request's diagnostics.
-    let probe = run(tao().args(["plan", "--nccl-probe", MULTI_NODE]));
+    let probe = tao().args(["plan", "--nccl-probe", MULTI_NODE]).run();
     assert_eq!(probe.code, Some(0), "{}", probe.stderr);
     assert!(probe.stdout.contains("nccl"), "{}", probe.stdout);
-    let refused = run(tao().args(["plan", "fixtures/requests/invalid/empty.yaml"]));
+    let refused = tao()
+        .args(["plan", "fixtures/requests/invalid/empty.yaml"])
+        .run();
     assert_eq!(refused.code, Some(1));
     assert!(refused.stdout.is_empty());
     assert!(
@@ -422,13 +419,15 @@ fn strict_undefined_refuses_a_variable_the_context_lacks() {
 /// the examples and a multi-node request (its probe too) against `tests/template-snapshots/`.
 #[test]
 fn the_bundled_templates_match_their_committed_snapshots() {
-    let r = run(tao().args([
-        "snapshot",
-        "examples",
-        MULTI_NODE,
-        "--snapshots",
-        "tests/template-snapshots",
-    ]));
+    let r = tao()
+        .args([
+            "snapshot",
+            "examples",
+            MULTI_NODE,
+            "--snapshots",
+            "tests/template-snapshots",
+        ])
+        .run();
     assert_eq!(
         r.code,
         Some(0),
@@ -468,12 +467,13 @@ fn the_snapshot_workflow_of_a_template_author() {
     let snaps = work.path().join("snaps");
     let mine = templates(&[("job.yaml.j2", &embedded("job.yaml.j2"))]);
     let snapshot = |extra: &[&str]| {
-        run(tao()
+        tao()
             .args(["snapshot", EXAMPLE, MULTI_NODE, "--templates"])
             .arg(mine.path())
             .arg("--snapshots")
             .arg(&snaps)
-            .args(extra))
+            .args(extra)
+            .run()
     };
     // No snapshots yet: every one is new, shown whole, nothing written.
     let first = snapshot(&[]);
@@ -578,7 +578,7 @@ fn the_snapshot_workflow_of_a_template_author() {
 fn snapshot_refuses_bad_requests_and_shared_names_writing_nothing() {
     let work = tempfile::tempdir().unwrap();
     let snaps = work.path().join("snaps");
-    let r = run(tao()
+    let r = tao()
         .args([
             "snapshot",
             EXAMPLE,
@@ -586,7 +586,8 @@ fn snapshot_refuses_bad_requests_and_shared_names_writing_nothing() {
             "--update",
             "--snapshots",
         ])
-        .arg(&snaps));
+        .arg(&snaps)
+        .run();
     assert_eq!(r.code, Some(1));
     assert!(
         r.stderr
@@ -602,11 +603,12 @@ fn snapshot_refuses_bad_requests_and_shared_names_writing_nothing() {
         work.path().join("x/dino-train.yaml"),
     )
     .unwrap();
-    let r = run(tao()
+    let r = tao()
         .args(["snapshot", EXAMPLE])
         .arg(work.path().join("x/dino-train.yaml"))
         .args(["--update", "--snapshots"])
-        .arg(&snaps));
+        .arg(&snaps)
+        .run();
     assert_eq!(r.code, Some(2));
     assert!(
         r.stderr
@@ -618,7 +620,10 @@ fn snapshot_refuses_bad_requests_and_shared_names_writing_nothing() {
 
     std::fs::create_dir(&snaps).unwrap();
     std::fs::write(snaps.join("dino-train.snap"), "kind: Job\n").unwrap();
-    let r = run(tao().args(["snapshot", EXAMPLE, "--snapshots"]).arg(&snaps));
+    let r = tao()
+        .args(["snapshot", EXAMPLE, "--snapshots"])
+        .arg(&snaps)
+        .run();
     assert_eq!(r.code, Some(2));
     assert!(r.stderr.contains("is not a snapshot"), "{}", r.stderr);
 }
