@@ -353,11 +353,12 @@ wait_job() {
   done
 }
 
-# The NCCL probe, once per cluster context unless --reprobe. Its objects are created like the
-# job's and deleted by their uids when it ends; the pull Secret it needed stays for the job.
+# The NCCL probe, once per cluster context and probe (image, GPUs, transport env) unless
+# --reprobe. Its objects are created like the job's and deleted by their uids when it ends;
+# the pull Secret it needed stays for the job.
 probe() {
   [ -f "$probe_file" ] || die "no nccl-probe.yaml beside the script"
-  local cache="$state_dir/nccl-probe/$probe_key.ok" keep=${#created[@]} listed passed=1 selector lines=20
+  local cache="$state_dir/nccl-probe/$probe_key${probe_digest:+-$probe_digest}.ok" keep=${#created[@]} listed passed=1 selector lines=20
   if [ "$reprobe" = 0 ] && [ -f "$cache" ]; then
     note "NCCL probe passed before on $where"
     return
@@ -374,7 +375,10 @@ probe() {
   k logs -l "$selector" -c "$main_container" --tail "$lines" >&2 || true
   forget_since "$keep" probe/deletes
   [ "$passed" = 1 ] ||
-    die "the NCCL probe did not complete within ${probe_timeout}s: multi-node training would hang; see its log above"
+    die "the NCCL probe did not complete within ${probe_timeout}s: multi-node training would hang; see its log above." \
+      "Set the cluster's NCCL env in the request's env (NCCL_SOCKET_IFNAME=<the nodes' interface, e.g. eth0>;" \
+      "NCCL_IB_DISABLE=1 without InfiniBand; NCCL_DEBUG=INFO to see why), render the bundle again, and re-probe:" \
+      "job.sh probe, or job.sh submit --reprobe"
   { mkdir -p "$(dirname "$cache")" && : >"$cache"; } || note "could not remember that the probe passed (in $cache)"
 }
 

@@ -114,7 +114,12 @@ pub fn bundle(source: &Source, opts: &Options, templates: &Templates) -> Result<
     } else {
         None
     };
-    let script = crate::driver::JobValues::new(&job.plan);
+    let mut script = crate::driver::JobValues::new(&job.plan);
+    if let Some(probe) = &probe {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(probe.yaml.as_bytes());
+        script.probe_digest = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    }
     Ok(Bundle { job, probe, script })
 }
 

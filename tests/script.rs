@@ -860,7 +860,17 @@ fn four_node_submit_runs_the_nccl_probe_once_per_context() {
         s.object("default", "job", &format!("{job}-nccl-probe"))
             .is_none()
     );
-    assert!(s.path(&format!("state/nccl-probe/{CONTEXT}.ok")).is_file());
+    let env = fs::read_to_string(s.path("bundle/job.env")).unwrap();
+    let digest = env
+        .lines()
+        .find_map(|l| l.strip_prefix("probe_digest="))
+        .unwrap()
+        .trim_matches('\'');
+    assert_eq!(digest.len(), 16, "{env}");
+    assert!(
+        s.path(&format!("state/nccl-probe/{CONTEXT}-{digest}.ok"))
+            .is_file()
+    );
     let first_id = s.record_id();
     assert_eq!(s.record(&first_id)["state"], "RUNNING");
     assert_eq!(first.stdout, format!("{first_id} default/{job}\n"));
@@ -893,8 +903,25 @@ fn four_node_submit_runs_the_nccl_probe_once_per_context() {
     );
     other.assert_code(0);
     other.assert_scoped_in("other-ctx", "default");
-    assert_eq!(other.mutations(), [probe(job, false), after_probe].concat());
+    assert_eq!(
+        other.mutations(),
+        [probe(job, false), after_probe.clone()].concat()
+    );
     assert_eq!(s.record_ids().len(), 4);
+
+    // The same job with the cluster's NCCL env is another probe: it runs on a context that
+    // passed the probe without it.
+    let mut s = s;
+    s.request = "fixtures/kubectl/requests/multi-node-nccl-env.yaml".into();
+    s.render("nccl-env");
+    s.write_answer();
+    s.empty_cluster();
+    let tuned = s.run_in("nccl-env", "healthy-cluster", &[], &["submit"]);
+    tuned.assert_code(0);
+    assert_eq!(tuned.mutations(), [probe(job, false), after_probe].concat());
+    let probe_job = s.path("nccl-env/nccl-probe.yaml");
+    let probe_job = fs::read_to_string(probe_job).unwrap();
+    assert!(probe_job.contains("NCCL_SOCKET_IFNAME"), "{probe_job}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2585,6 +2612,9 @@ fn a_probe_that_never_completes_stops_at_its_deadline() {
     let run = s.run("healthy-cluster", &env, &["submit"]);
     run.assert_code(1);
     run.assert_stderr("the NCCL probe did not complete within 3s");
+    // The seed's remedy: the cluster's NCCL env, then a probe again.
+    run.assert_stderr("NCCL_SOCKET_IFNAME=<the nodes' interface, e.g. eth0>");
+    run.assert_stderr("re-probe: job.sh probe, or job.sh submit --reprobe");
     let polls = run
         .lines()
         .iter()

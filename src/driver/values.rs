@@ -46,6 +46,9 @@ pub struct JobValues {
     pub main_container: String,
     /// The Job (and Service) of the NCCL probe (`nccl-probe.yaml`); empty when none.
     pub probe_job: String,
+    /// The first 16 hex digits of the sha256 of `nccl-probe.yaml`: a probe passed on a cluster
+    /// is trusted again only with the same image, GPUs and transport env. Empty when none.
+    pub probe_digest: String,
     /// The absolute path of the tao-k8s that wrote a bundle, the script's default when
     /// `TAO_K8S_BIN` is unset and that file still exists; empty when unknown (`script`).
     pub writer: String,
@@ -103,6 +106,7 @@ impl JobValues {
             results_dir: run.results_dir.clone(),
             main_container: MAIN_CONTAINER.into(),
             probe_job: run.probe_job.clone().unwrap_or_default(),
+            probe_digest: String::new(),
             writer: String::new(),
         }
     }
@@ -152,6 +156,7 @@ impl JobValues {
             ("results_dir", one(&self.results_dir)),
             ("main_container", one(&self.main_container)),
             ("probe_job", one(&self.probe_job)),
+            ("probe_digest", one(&self.probe_digest)),
             ("version", one(&self.version)),
             ("writer", one(&self.writer)),
         ];
