@@ -703,6 +703,45 @@ mod tests {
     }
 
     #[test]
+    fn s3_auto_gives_the_action_the_keys_only_for_a_uri_it_uses_itself() {
+        let with_args = |args: &str| {
+            plan(&format!(
+                "  command: {{args: {args}}}\n  resources: {{gpusPerNode: 1}}\n  storage:\n    s3:\n      \
+                 inputs: [{{uri: \"s3://bucket/coco/\", path: /data}}]\n      \
+                 results: {{uri: \"s3://bucket/runs/\"}}\n"
+            ))
+        };
+        // Staged by storage.s3: the fetch and upload containers read the keys, not the action.
+        let staged = with_args("[dino, train, -d, \"s3://bucket/coco/train\"]");
+        assert_eq!(staged.job.pod.containers[0].env_from_secret, None);
+        assert_eq!(staged.run.required_keys.len(), 2);
+        // A URI the action reads itself: it gets them too.
+        let direct = with_args("[dino, train, --pretrained, \"s3://models/dino.pth\"]");
+        assert_eq!(
+            direct.job.pod.containers[0].env_from_secret.as_deref(),
+            Some("t-creds")
+        );
+        // Tier A, nothing staged, a URI in the shell text.
+        let shell = plan(&format!(
+            "  command: {{shell: \"aws s3 cp s3://models/x.pth /results/ && dino train\"}}\n  \
+             resources: {{gpusPerNode: 1}}\n{PVC}"
+        ));
+        assert_eq!(
+            shell.job.pod.containers[0].env_from_secret.as_deref(),
+            Some("t-creds")
+        );
+        assert_eq!(
+            shell.run.required_keys,
+            ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
+        );
+        let none = plan(&format!(
+            "  command: {{args: [dino, train]}}\n  resources: {{gpusPerNode: 1}}\n{PVC}"
+        ));
+        assert_eq!(none.job.pod.containers[0].env_from_secret, None);
+        assert!(none.run.required_keys.is_empty());
+    }
+
+    #[test]
     fn a_config_spec_is_checked_by_an_init_container_before_anything_else() {
         let p = plan(&format!(
             "  command: {{config: {{argv: [dino, train, -e, \"{{config_path}}\"], specInline: {{a: 1}}}}}}\n  \

@@ -506,18 +506,76 @@ impl ActionRequest {
         match self.spec.credentials.s3 {
             S3Mode::Always => true,
             S3Mode::Never => false,
-            S3Mode::Auto => !self.s3_uris().is_empty(),
+            S3Mode::Auto => !self.s3_uris().is_empty() || !self.action_s3_uris().is_empty(),
         }
     }
 
+    /// The s3:// URIs the action itself uses: written in its command (the shell or script
+    /// text, an argv, an inline config spec) or an env value, and not staged by
+    /// `storage.s3` (the staging map rewrites those to paths in the pod).
+    pub fn action_s3_uris(&self) -> Vec<&str> {
+        let staged = self.s3_uris();
+        let command = &self.spec.command;
+        let config = command.config.as_ref();
+        let mut texts: Vec<&str> = Vec::new();
+        texts.extend(command.shell.as_deref());
+        texts.extend(command.args.iter().flatten().map(String::as_str));
+        texts.extend(
+            config
+                .into_iter()
+                .flat_map(|c| c.argv.iter().map(String::as_str)),
+        );
+        texts.extend(command.script.as_ref().map(|s| s.text.as_str()));
+        texts.extend(self.spec.env.values().map(String::as_str));
+        let mut inline = Vec::new();
+        if let Some(spec) = config.and_then(|c| c.spec_inline.as_ref()) {
+            strings_of(spec.values(), &mut inline);
+        }
+        texts.extend(inline);
+        let mut out = Vec::new();
+        for text in texts {
+            for (at, _) in text.match_indices("s3://") {
+                let uri = text[at..]
+                    .split(|c: char| c.is_whitespace() || "\"'`;,)]}".contains(c))
+                    .next()
+                    .unwrap_or_default();
+                let covered = staged
+                    .iter()
+                    .any(|s| uri.starts_with(s.trim_end_matches('/')));
+                if !covered && !out.contains(&uri) {
+                    out.push(uri);
+                }
+            }
+        }
+        out
+    }
+
     /// Whether the action container reads the credentials Secret: for model keys
-    /// (`credentials.extra`), or S3 keys the request asks for explicitly (`s3: true`).
+    /// (`credentials.extra`), S3 keys the request asks for explicitly (`s3: true`), or, with
+    /// `s3: auto`, for an s3:// URI the action uses itself ([`Self::action_s3_uris`]).
     pub fn action_needs_credentials(&self) -> bool {
-        !self.spec.credentials.extra.is_empty() || self.spec.credentials.s3 == S3Mode::Always
+        !self.spec.credentials.extra.is_empty()
+            || match self.spec.credentials.s3 {
+                S3Mode::Always => true,
+                S3Mode::Never => false,
+                S3Mode::Auto => !self.action_s3_uris().is_empty(),
+            }
     }
 
     /// Whether any container reads the credentials Secret.
     pub fn needs_credentials(&self) -> bool {
         self.needs_s3_credentials() || self.action_needs_credentials()
+    }
+}
+
+/// Every string of JSON values, depth first.
+fn strings_of<'a>(values: impl Iterator<Item = &'a serde_json::Value>, out: &mut Vec<&'a str>) {
+    for value in values {
+        match value {
+            serde_json::Value::String(s) => out.push(s),
+            serde_json::Value::Array(items) => strings_of(items.iter(), out),
+            serde_json::Value::Object(map) => strings_of(map.values(), out),
+            _ => {}
+        }
     }
 }
