@@ -703,6 +703,67 @@ impl serde::Serialize for Node {
     }
 }
 
+/// What [`visit`] shows of a tree. Every method has a default that does nothing, so a
+/// visitor names only what it looks at.
+pub trait Visitor<'a> {
+    /// A string scalar, at its path.
+    fn string(&mut self, _path: &[Step], _node: &'a Node, _value: &'a str) {}
+    /// A mapping key, at the path of the entry it names, before its value is visited.
+    fn key(&mut self, _path: &[Step], _key: &'a Node, _text: &str) {}
+    /// A sequence, at its path, before its items are visited: the indices it returns are not
+    /// visited (an item already judged with its neighbours).
+    fn seq(&mut self, _path: &[Step], _items: &'a [Node]) -> Vec<usize> {
+        Vec::new()
+    }
+}
+
+/// Walk a tree depth first in document order, showing `visitor` every string, mapping key
+/// and sequence with its path. The one walk over a tree's strings: the request's checks and
+/// the lint's rules see the same strings at the same paths.
+pub fn visit<'a>(node: &'a Node, visitor: &mut impl Visitor<'a>) {
+    walk(node, &mut Vec::new(), visitor);
+}
+
+fn walk<'a>(node: &'a Node, path: &mut Vec<Step>, visitor: &mut impl Visitor<'a>) {
+    match &node.value {
+        Value::Str(s) => visitor.string(path, node, s),
+        Value::Seq(items) => {
+            let skip = visitor.seq(path, items);
+            for (i, item) in items.iter().enumerate() {
+                if skip.contains(&i) {
+                    continue;
+                }
+                path.push(Step::Index(i));
+                walk(item, path, visitor);
+                path.pop();
+            }
+        }
+        Value::Map(entries) => {
+            for (k, v) in entries {
+                path.push(Step::Key(key_text(k)));
+                if let Some(Step::Key(text)) = path.last() {
+                    visitor.key(path, k, text);
+                }
+                walk(v, path, visitor);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every string scalar of a tree with its path: [`visit`] for a visitor that only reads
+/// strings.
+pub fn visit_strings<'a>(node: &'a Node, f: impl FnMut(&[Step], &'a Node, &'a str)) {
+    struct Strings<F>(F);
+    impl<'a, F: FnMut(&[Step], &'a Node, &'a str)> Visitor<'a> for Strings<F> {
+        fn string(&mut self, path: &[Step], node: &'a Node, value: &'a str) {
+            (self.0)(path, node, value);
+        }
+    }
+    visit(node, &mut Strings(f));
+}
+
 /// A path for people: `spec.storage.mounts[0].name`, with keys that are not plain words
 /// quoted: `spec.scheduling.nodeSelector["nvidia.com/gpu.product"]`.
 pub fn display_path(path: &[Step]) -> String {
@@ -732,6 +793,53 @@ mod tests {
         let mut s = parse(&Source::new("t", text), Limits::default()).unwrap();
         assert!(s.duplicates.is_empty());
         s.documents.remove(0)
+    }
+
+    /// Records what a visit shows, in order, skipping the second item of every sequence.
+    #[derive(Default)]
+    struct Recorder(Vec<String>);
+
+    impl<'a> Visitor<'a> for Recorder {
+        fn string(&mut self, path: &[Step], node: &'a Node, value: &'a str) {
+            assert!(matches!(&node.value, Value::Str(s) if s == value));
+            self.0
+                .push(format!("string {} {value}", display_path(path)));
+        }
+        fn key(&mut self, path: &[Step], key: &'a Node, text: &str) {
+            assert_eq!(key_text(key), text);
+            assert_eq!(path.last(), Some(&Step::Key(text.to_string())));
+            self.0.push(format!("key {}", display_path(path)));
+        }
+        fn seq(&mut self, path: &[Step], items: &'a [Node]) -> Vec<usize> {
+            self.0
+                .push(format!("seq {} {}", display_path(path), items.len()));
+            vec![1]
+        }
+    }
+
+    #[test]
+    fn a_visit_shows_keys_before_their_values_and_skips_what_a_sequence_says() {
+        let tree = one("a: x\nb: [p, q, {c: r}]\nd: 1\n");
+        let mut seen = Recorder::default();
+        visit(&tree, &mut seen);
+        assert_eq!(
+            seen.0,
+            [
+                "key a",
+                "string a x",
+                "key b",
+                "seq b 3",
+                "string b[0] p",
+                "key b[2].c",
+                "string b[2].c r",
+                "key d",
+            ]
+        );
+        let mut strings = Vec::new();
+        visit_strings(&tree, |path, _, value| {
+            strings.push(format!("{} {value}", display_path(path)))
+        });
+        assert_eq!(strings, ["a x", "b[0] p", "b[1] q", "b[2].c r"]);
     }
 
     #[test]

@@ -721,32 +721,6 @@ fn suppressions<'a>(doc: &Document<'a>) -> Option<(Vec<String>, &'a Node)> {
     ))
 }
 
-/// Walk every scalar string of a tree with its path and the key that holds it.
-pub fn walk_strings<'a>(
-    node: &'a Node,
-    path: &mut Vec<Step>,
-    f: &mut dyn FnMut(&[Step], &'a Node, &'a str),
-) {
-    match &node.value {
-        Value::Str(s) => f(path, node, s),
-        Value::Seq(items) => {
-            for (i, item) in items.iter().enumerate() {
-                path.push(Step::Index(i));
-                walk_strings(item, path, f);
-                path.pop();
-            }
-        }
-        Value::Map(entries) => {
-            for (k, v) in entries {
-                path.push(Step::Key(yaml::key_text(k)));
-                walk_strings(v, path, f);
-                path.pop();
-            }
-        }
-        _ => {}
-    }
-}
-
 /// Steps from dotted keys: `steps("spec.template.spec")`.
 pub fn steps(dotted: &str) -> Vec<Step> {
     dotted

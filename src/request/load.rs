@@ -5,7 +5,7 @@
 //! structurally valid tree is deserialized; then the cross-field rules of the spec run.
 
 use super::ActionRequest;
-use super::check::{self, pin};
+use super::checks::{self, pin};
 use crate::diag::{Diagnostic, has_errors};
 use crate::kube::nearest;
 use crate::secrets;
@@ -250,8 +250,8 @@ fn checked(
         warnings: Vec::new(),
         settled,
     };
-    let checks = check::check(&loaded.request, &loaded.tree);
-    diags.extend(checks.into_iter().filter(|d| loaded.admits(d)));
+    let found = checks::check(&loaded.request, &loaded.tree);
+    diags.extend(found.into_iter().filter(|d| loaded.admits(d)));
     if has_errors(&diags) {
         return Err(Refused {
             diagnostics: diags,

@@ -2,16 +2,16 @@
 //! and `schemas/action-request.schema.json`) as serde types. Unknown fields are refused everywhere. The JSON Schema that editors and the
 //! loader use is derived from these types (`tao-k8s schema`), so the two cannot drift.
 
-mod check;
+mod checks;
 pub mod credentials;
 mod load;
 
-pub(crate) use check::pin;
-pub use check::{
+pub(crate) use checks::pin;
+pub use checks::{CHECKS, Check, RESULTS_DIR, is_under};
+pub use checks::{
     CONFIG_DIR, CONFIG_PATH_TOKEN, CONFIG_VOLUME, RENDEZVOUS_ENV, RESERVED_MOUNT_PATHS,
     RESERVED_VOLUMES, SHM_VOLUME,
 };
-pub use check::{RESULTS_DIR, is_under};
 pub use load::{Loaded, Refused, load, parses, schema_json, schema_text};
 
 use schemars::JsonSchema;

@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Findings, Rule, walk_strings};
+use crate::lint::{Document, Finding, Findings, Rule};
 use crate::secrets;
 use crate::yaml::{Node, Step, Value};
 
@@ -100,7 +100,7 @@ impl Rule for InlineCredential {
                 flagged.push(at);
             }
         });
-        walk_strings(doc.root, &mut Vec::new(), &mut |path, node, value| {
+        crate::yaml::visit_strings(doc.root, |path, node, value| {
             if flagged.iter().any(|f| f == path) {
                 return;
             }

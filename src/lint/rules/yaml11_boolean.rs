@@ -1,4 +1,4 @@
-use crate::lint::{Document, Finding, Findings, Rule, walk_strings};
+use crate::lint::{Document, Finding, Findings, Rule};
 use crate::yaml::Step;
 
 crate::rule! {
@@ -30,7 +30,7 @@ impl Rule for Yaml11Boolean {
             return;
         }
         let mut reported = std::collections::HashSet::new();
-        walk_strings(doc.root, &mut Vec::new(), &mut |path, node, value| {
+        crate::yaml::visit_strings(doc.root, |path, node, value| {
             // The spans are in stream order, one per scalar.
             let listed = doc
                 .yaml11_booleans
