@@ -42,6 +42,16 @@ pub(crate) struct Files {
     pub keep_going: bool,
 }
 
+impl Files {
+    /// Only `--spec-root`: the one of these that commands other than `render` take.
+    pub(crate) fn with_spec_root(spec_root: Option<PathBuf>) -> Files {
+        Files {
+            spec_root,
+            ..Files::default()
+        }
+    }
+}
+
 /// The requests named on the command line: files as given, `-` (stdin, once), and the
 /// `*.yaml`, `*.yml` and `*.json` files directly inside each folder, sorted by name (not its
 /// subfolders: a folder of requests is flat, and a request's spec files may sit beside it in
