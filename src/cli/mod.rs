@@ -1,11 +1,13 @@
-//! The command line: clap definitions (their doc comments are the help), file and stdin
-//! reading, output, and exit codes: 0 clean, 1 refused input or findings, 2 usage or I/O error.
+//! The command line: clap definitions (their doc comments are the help) and the dispatch of
+//! each command to the module that runs it. Exit codes: 0 clean, 1 refused input or findings,
+//! 2 usage or I/O error.
 
 mod driver;
 mod gate;
 mod input;
 mod krm;
 mod lint;
+mod namespace;
 mod plan;
 mod record;
 mod render;
@@ -13,16 +15,16 @@ mod report;
 mod snapshot;
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
-pub(crate) use input::{ReadError, make_executable, read_named, write_atomic};
+pub(crate) use input::{ReadError, make_executable, read_named, read_source, write_atomic};
+use namespace::options;
 use render::{Files, Output};
-use report::Reporter;
-use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+pub(crate) use report::{Reporter, emit};
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use tao_k8s::kube::KubeVersion;
 use tao_k8s::plan::Options;
 use tao_k8s::request;
-use tao_k8s::source::Source;
 
 /// Exit codes.
 const REFUSED: u8 = 1;
@@ -83,7 +85,7 @@ unless every request compiles and every object passes its strict schema (or, wit
     Gate(gate::GateArgs),
     /// The status of a Job and its pods, from what kubectl returned. Used by the driver script.
     #[command(hide = true)]
-    JobStatus(gate::StatusArgs),
+    JobStatus(driver::StatusArgs),
     /// The steps of the driver script that decide or build something.
     #[command(hide = true)]
     Driver(driver::DriverArgs),
@@ -390,9 +392,6 @@ fn parse_size(s: &str) -> Result<u64, String> {
     }
 }
 
-/// The input size limit of this run, set once from `--max-input-size`.
-static MAX_INPUT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-
 /// Run the command line and return the exit code.
 pub fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -407,7 +406,7 @@ pub fn run() -> ExitCode {
         Color::Never => false,
         Color::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
     };
-    MAX_INPUT.get_or_init(|| cli.max_input_size);
+    input::set_max_input(cli.max_input_size);
     dispatch(&Reporter::new(styled), cli.command)
 }
 
@@ -440,7 +439,7 @@ fn dispatch(out: &Reporter, command: Command) -> ExitCode {
         Command::Rules { format } => lint::rules(format),
         Command::Explain { rule } => lint::explain(&rule),
         Command::Driver(args) => driver::run(args),
-        Command::JobStatus(args) => gate::status(args),
+        Command::JobStatus(args) => driver::status(args),
         Command::Record(args) => record::run(args),
         Command::Gate(args) => gate::run(args),
         Command::Schema { template_context } => emit(&if template_context {
@@ -533,56 +532,4 @@ fn snapshot_command(out: &Reporter, args: SnapshotArgs) -> ExitCode {
         update: args.update,
     };
     snapshot::run(out, run, opts, &files)
-}
-
-/// Print to stdout; a closed pipe is not an error worth a panic.
-pub(crate) fn emit(text: &str) -> ExitCode {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: cannot write to stdout: {e}");
-            ExitCode::from(USAGE)
-        }
-    }
-}
-
-/// Options from `--namespace` and `$TAO_K8S_NAMESPACE`; the rest default.
-pub(crate) fn options(namespace: Option<String>) -> Options {
-    Options {
-        namespace,
-        env_namespace: std::env::var("TAO_K8S_NAMESPACE")
-            .ok()
-            .filter(|ns| !ns.is_empty())
-            .or_else(pod_namespace),
-        ..Options::default()
-    }
-}
-
-/// Inside a pod with no kubeconfig (as the driver's in-cluster mode decides it), the namespace
-/// of the pod's service account, which kubectl's in-cluster config defaults to; a file that
-/// holds no namespace name is not used.
-fn pod_namespace() -> Option<String> {
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    var("KUBERNETES_SERVICE_HOST")?;
-    let home_config = var("HOME").map(|h| PathBuf::from(h).join(".kube/config"));
-    if var("KUBECONFIG").is_some() || home_config.is_some_and(|c| c.exists()) {
-        return None;
-    }
-    let dir = var("TAO_K8S_SERVICEACCOUNT_DIR").map_or_else(
-        || PathBuf::from("/var/run/secrets/kubernetes.io/serviceaccount"),
-        PathBuf::from,
-    );
-    let text = input::read(&dir.join("namespace"), input::Kind::ServiceAccount).ok()?;
-    let ns = text.text().trim();
-    tao_k8s::kube::names::is_dns1123_label(ns).then(|| ns.to_string())
-}
-
-/// A file, or stdin for `-`, as a named source (see [`input::read`]).
-pub(crate) fn read_source(path: &Path) -> Result<Source, ReadError> {
-    input::read(path, input::Kind::Input)
 }
