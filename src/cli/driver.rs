@@ -1,7 +1,8 @@
-//! `tao-k8s driver ...`: the steps of `job.sh` that decide or build something, hidden from the
-//! command list (the driver script is their one caller). Each reads what kubectl returned or
-//! what the bundle holds and prints what the next kubectl call needs. Exit codes: 0 done, 1
-//! refused (a bad record, an unset required key), 2 usage or I/O error.
+//! `tao-k8s driver ...` and `tao-k8s job-status`: the steps of `job.sh` that decide or build
+//! something, hidden from the command list (the driver script is their one caller). Each
+//! reads what kubectl returned or what the bundle holds and prints what the next kubectl call
+//! needs. Exit codes: 0 done, 1 refused (a bad record, an unset required key), 2 usage or
+//! I/O error.
 
 use super::{REFUSED, USAGE, emit, input, read_source};
 use clap::{Args, Subcommand};
@@ -9,6 +10,8 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tao_k8s::driver::{credentials, objects};
+use tao_k8s::gate::objects::{Job, List, Pod};
+use tao_k8s::gate::{self, status::terminal_reason};
 use tao_k8s::record::{Owned, Store};
 
 /// The steps of the driver script that decide or build something.
@@ -348,4 +351,47 @@ fn kept_fields(manifest: &Path, answer: &Path) -> ExitCode {
         eprintln!("tao-k8s: the API server dropped {field}");
     }
     ExitCode::from(if dropped.is_empty() { 0 } else { REFUSED })
+}
+
+/// What `job.sh status` prints, from DIR/job.json and DIR/pods.json (the Job's pods).
+#[derive(Args)]
+pub struct StatusArgs {
+    /// The directory of what kubectl returned.
+    dir: PathBuf,
+    /// Print only why the Job failed (nothing if it did not), for its record.
+    #[arg(long)]
+    reason: bool,
+    /// The job record of the Job: the status is that of the record's Job only (by uid), and a
+    /// Job that ended closes the record (SUCCEEDED, or FAILED with the reason).
+    #[arg(long, value_name = "ID")]
+    record: Option<String>,
+    /// Print only the Job's state (active, suspended, succeeded, failed); mark nothing.
+    #[arg(long)]
+    state: bool,
+}
+
+/// `tao-k8s job-status DIR`; with `--record`, see [`super::record::job_status`].
+pub fn status(args: StatusArgs) -> ExitCode {
+    let read_all = || -> Result<(Job, Vec<Pod>), String> {
+        let job = input::cluster_json(&args.dir, "job.json")?
+            .ok_or_else(|| format!("{}: no job.json", args.dir.display()))?;
+        let pods: Option<List<Pod>> = input::cluster_json(&args.dir, "pods.json")?;
+        Ok((job, pods.map(|l| l.items).unwrap_or_default()))
+    };
+    match read_all() {
+        Ok((job, pods)) if args.record.is_some() => {
+            let id = args.record.as_deref().unwrap_or_default();
+            super::record::job_status(id, &job, &pods, args.state)
+        }
+        Ok((job, _)) if args.state => emit(&format!("{}\n", job.state())),
+        Ok((job, pods)) if args.reason => {
+            let reason = terminal_reason(&job, &pods);
+            emit(&reason.map_or(String::new(), |r| gate::printable(&r) + "\n"))
+        }
+        Ok((job, pods)) => emit(&gate::status::text(&job, &pods)),
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(USAGE)
+        }
+    }
 }

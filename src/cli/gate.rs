@@ -5,9 +5,9 @@
 //! Job of the manifest's name, when it exists). Exit codes: 0 every gate passes (warnings
 //! included), 1 a gate refuses, 2 usage or a file that cannot be read.
 
-use super::{USAGE, emit, input, read_source};
+use super::input::{self, cluster_json};
+use super::{USAGE, emit, read_source};
 use clap::{Args, ValueEnum};
-use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tao_k8s::driver::credentials;
@@ -110,12 +110,13 @@ fn decide(args: &GateArgs) -> Result<(Vec<gate::Verdict>, bool), String> {
     if !dir.is_dir() {
         return Err(format!("--cluster {}: not a directory", dir.display()));
     }
-    let nodes: objects::List<objects::Node> = read(dir, "nodes.json")?.ok_or_else(|| {
-        format!(
-            "{}: no nodes.json (kubectl get nodes -o json)",
-            dir.display()
-        )
-    })?;
+    let nodes: objects::List<objects::Node> =
+        cluster_json(dir, "nodes.json")?.ok_or_else(|| {
+            format!(
+                "{}: no nodes.json (kubectl get nodes -o json)",
+                dir.display()
+            )
+        })?;
     if let Some(name) = objects::repeated_node(&nodes.items) {
         return Err(format!(
             "{}: node `{name}` is listed twice: expected each node once, as `kubectl get nodes -o json` lists them",
@@ -124,10 +125,10 @@ fn decide(args: &GateArgs) -> Result<(Vec<gate::Verdict>, bool), String> {
     }
     let cluster = Cluster {
         nodes: nodes.items,
-        pods: read::<objects::List<objects::Pod>>(dir, "pods.json")?.map(|l| l.items),
-        version: read(dir, "version.json")?,
-        claims: read::<objects::List<objects::Claim>>(dir, "pvcs.json")?.map(|l| l.items),
-        job: read(dir, "job.json")?,
+        pods: cluster_json::<objects::List<objects::Pod>>(dir, "pods.json")?.map(|l| l.items),
+        version: cluster_json(dir, "version.json")?,
+        claims: cluster_json::<objects::List<objects::Claim>>(dir, "pvcs.json")?.map(|l| l.items),
+        job: cluster_json(dir, "job.json")?,
         existing: existing(dir)?,
     };
     let records = match tao_k8s::record::Store::from_env() {
@@ -210,117 +211,4 @@ fn write_decisions(dir: &Path, decision: &gate::owners::Decision) -> Result<(), 
         })
     );
     input::write_private(&dir.join("decisions.env"), &text)
-}
-
-/// `dir/name` as JSON, `None` when there is no such file: read as a stream (never held whole)
-/// into the few fields the gates use.
-fn read<T: DeserializeOwned>(dir: &Path, name: &str) -> Result<Option<T>, String> {
-    let path = dir.join(name);
-    let Some(stream) = input::stream_if_present(&path, input::Kind::Cluster)
-        .map_err(|e| e.message().to_string())?
-    else {
-        return Ok(None);
-    };
-    let mut de = serde_json::Deserializer::from_reader(stream);
-    let value = serde_path_to_error::deserialize(&mut de)
-        .map_err(|e| format!("{}: not what kubectl returns: {e}", path.display()))?;
-    de.end()
-        .map_err(|e| format!("{}: not what kubectl returns: {e}", path.display()))?;
-    Ok(Some(value))
-}
-
-/// What `job.sh status` prints, from DIR/job.json and DIR/pods.json (the Job's pods).
-#[derive(Args)]
-pub struct StatusArgs {
-    /// The directory of what kubectl returned.
-    dir: PathBuf,
-    /// Print only why the Job failed (nothing if it did not), for its record.
-    #[arg(long)]
-    reason: bool,
-    /// The job record of the Job: the status is that of the record's Job only (by uid), and a
-    /// Job that ended closes the record (SUCCEEDED, or FAILED with the reason).
-    #[arg(long, value_name = "ID")]
-    record: Option<String>,
-    /// Print only the Job's state (active, suspended, succeeded, failed); mark nothing.
-    #[arg(long)]
-    state: bool,
-}
-
-pub fn status(args: StatusArgs) -> ExitCode {
-    let read_all = || -> Result<(objects::Job, Vec<objects::Pod>), String> {
-        let job = read(&args.dir, "job.json")?
-            .ok_or_else(|| format!("{}: no job.json", args.dir.display()))?;
-        let pods: Option<objects::List<objects::Pod>> = read(&args.dir, "pods.json")?;
-        Ok((job, pods.map(|l| l.items).unwrap_or_default()))
-    };
-    match read_all() {
-        Ok((job, pods)) if args.record.is_some() => {
-            let id = args.record.as_deref().unwrap_or_default();
-            record_status(id, &job, &pods, args.state)
-        }
-        Ok((job, _)) if args.state => emit(&format!("{}\n", job.state())),
-        Ok((job, pods)) if args.reason => {
-            let reason = gate::status::terminal_reason(&job, &pods);
-            emit(&reason.map_or(String::new(), |r| gate::printable(&r) + "\n"))
-        }
-        Ok((job, pods)) => emit(&gate::status::text(&job, &pods)),
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::from(USAGE)
-        }
-    }
-}
-
-/// The status of record `id`'s Job, when `job` is that Job (same uid); the record is closed
-/// when the Job ended. Exit 1, touching nothing, when the name is now another object's.
-fn record_status(id: &str, job: &objects::Job, pods: &[objects::Pod], state: bool) -> ExitCode {
-    use tao_k8s::record::State;
-    let store = match tao_k8s::record::Store::from_env() {
-        Ok(store) => store,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(USAGE);
-        }
-    };
-    let record = match store.show(id) {
-        Ok(record) => record,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    if let Some(uid) = record.backend_uid.as_deref()
-        && uid != job.metadata.uid
-    {
-        eprintln!(
-            "tao-k8s: the Job {}/{} is another object now (uid {}), not the one job record {id} \
-             created (uid {uid}), which is gone: nothing was touched",
-            job.metadata.namespace,
-            job.metadata.name,
-            gate::owners::shown(&job.metadata.uid)
-        );
-        return ExitCode::from(1);
-    }
-    if state {
-        return emit(&format!("{}\n", job.state()));
-    }
-    let code = emit(&gate::status::text(job, pods));
-    let mark = match job.state() {
-        "succeeded" => Some((State::Succeeded, None)),
-        "failed" => Some((
-            State::Failed,
-            Some(
-                gate::status::terminal_reason(job, pods)
-                    .map_or_else(|| "the Job failed".into(), |r| gate::printable(&r)),
-            ),
-        )),
-        _ => None,
-    };
-    if let Some((state, reason)) = mark {
-        let reason = reason.map(|r| r.chars().take(4000).collect::<String>());
-        if !record.state.is_terminal() {
-            let _ = store.mark(id, state, "driver", reason.as_deref(), None);
-        }
-    }
-    code
 }

@@ -7,11 +7,18 @@
 //! the files it writes are here too. `tests/input_paths.rs` fails on a file-system call
 //! elsewhere in `src/`.
 
-use super::MAX_INPUT;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 use tao_k8s::source::{Source, TextError};
+
+/// The input size limit of this run, set once from `--max-input-size`.
+static MAX_INPUT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+/// Set the input size limit of this run (`--max-input-size`); the first setting holds.
+pub(crate) fn set_max_input(bytes: u64) {
+    MAX_INPUT.get_or_init(|| bytes);
+}
 
 /// What is read, for its byte cap.
 #[derive(Clone, Copy)]
@@ -176,6 +183,11 @@ pub(crate) fn read(path: &Path, kind: Kind) -> Result<Source, ReadError> {
     Source::from_bytes(name.as_str(), bytes).map_err(refused)
 }
 
+/// A file, or stdin for `-`, as a named source (see [`read`]).
+pub(crate) fn read_source(path: &Path) -> Result<Source, ReadError> {
+    read(path, Kind::Input)
+}
+
 /// [`read`], `None` when there is no such file.
 pub(crate) fn read_if_present(path: &Path, kind: Kind) -> Result<Option<Source>, ReadError> {
     match std::fs::symlink_metadata(path) {
@@ -194,6 +206,26 @@ pub(crate) fn stream_if_present(path: &Path, kind: Kind) -> Result<Option<impl R
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(cannot_read(path, &e)),
     }
+}
+
+/// `dir/name`, what kubectl returned, as JSON, `None` when there is no such file: read as a
+/// stream (never held whole) into the few fields the caller keeps.
+pub(crate) fn cluster_json<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    name: &str,
+) -> Result<Option<T>, String> {
+    let path = dir.join(name);
+    let Some(stream) =
+        stream_if_present(&path, Kind::Cluster).map_err(|e| e.message().to_string())?
+    else {
+        return Ok(None);
+    };
+    let mut de = serde_json::Deserializer::from_reader(stream);
+    let value = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| format!("{}: not what kubectl returns: {e}", path.display()))?;
+    de.end()
+        .map_err(|e| format!("{}: not what kubectl returns: {e}", path.display()))?;
+    Ok(Some(value))
 }
 
 /// A file a request names, relative to its folder `base`: the request comes from a producer,

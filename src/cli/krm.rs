@@ -88,51 +88,76 @@ pub(crate) fn run(
             output.push_str(&listed(&own()));
             continue;
         }
-        let (source, file) = request_source(item, index);
-        let mut opts = opts.clone();
-        // The annotation says where the item came from, but it is part of the input: the files
-        // a request names stay inside the working directory (or --spec-root) wherever it
-        // points.
-        let base = file
-            .as_ref()
-            .and_then(|f| Path::new(&f.0).parent().map(Path::to_path_buf))
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or_else(|| PathBuf::from("."));
-        let root = spec_root.clone();
-        opts.read_spec = Some(SpecReader::new(move |name| {
-            let roots: Vec<&Path> = std::iter::once(Path::new("."))
-                .chain(root.as_deref())
-                .collect();
-            read_named(&base, name, &roots)
-        }));
-        let redactor = redactor_for(&source);
-        match tao_k8s::compile(&source, &opts, templates) {
-            Ok(compiled) => {
-                out.diagnostics(Some(&source), &compiled.warnings);
-                results.extend(
-                    compiled
-                        .warnings
-                        .iter()
-                        .map(|d| result(d, item, &file, &redactor)),
-                );
-                // The verified text of each object: one document of the stream each.
-                let documents = compiled.yaml.split("---\n").filter(|d| !d.is_empty());
-                for (text, object) in documents.zip(&compiled.objects) {
-                    output.push_str(&listed(&Item {
-                        text: text.to_string(),
-                        object: object.clone(),
-                    }));
-                }
-            }
-            Err(failure) => {
-                // Framed on stderr for people; as results for the orchestrator.
-                let diags = failure.diagnostics();
-                out.diagnostics(Some(&source), diags);
-                results.extend(diags.iter().map(|d| result(d, item, &file, &redactor)));
-            }
-        }
+        let request = (item, index);
+        let found = compile_item(
+            out,
+            request,
+            spec_root.as_deref(),
+            &opts,
+            templates,
+            &mut output,
+        );
+        results.extend(found);
     }
     answer(&list, output, results)
+}
+
+/// Compile the request item `items[index]`, whose files may also be in `spec_root`: its
+/// verified objects are appended to `output`, one listed item each; its diagnostics are framed
+/// on stderr for people and returned as results.
+fn compile_item(
+    out: &Reporter,
+    (item, index): (&Json, usize),
+    spec_root: Option<&Path>,
+    opts: &Options,
+    templates: &Templates,
+    output: &mut String,
+) -> Vec<Json> {
+    let (source, file) = request_source(item, index);
+    let mut opts = opts.clone();
+    // The annotation says where the item came from, but it is part of the input: the files
+    // a request names stay inside the working directory (or --spec-root) wherever it
+    // points.
+    let base = file
+        .as_ref()
+        .and_then(|f| Path::new(&f.0).parent().map(Path::to_path_buf))
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| PathBuf::from("."));
+    let root = spec_root.map(Path::to_path_buf);
+    opts.read_spec = Some(SpecReader::new(move |name| {
+        let roots: Vec<&Path> = std::iter::once(Path::new("."))
+            .chain(root.as_deref())
+            .collect();
+        read_named(&base, name, &roots)
+    }));
+    let redactor = redactor_for(&source);
+    match tao_k8s::compile(&source, &opts, templates) {
+        Ok(compiled) => {
+            out.diagnostics(Some(&source), &compiled.warnings);
+            // The verified text of each object: one document of the stream each.
+            let documents = compiled.yaml.split("---\n").filter(|d| !d.is_empty());
+            for (text, object) in documents.zip(&compiled.objects) {
+                output.push_str(&listed(&Item {
+                    text: text.to_string(),
+                    object: object.clone(),
+                }));
+            }
+            compiled
+                .warnings
+                .iter()
+                .map(|d| result(d, item, &file, &redactor))
+                .collect()
+        }
+        Err(failure) => {
+            // Framed on stderr for people; as results for the orchestrator.
+            let diags = failure.diagnostics();
+            out.diagnostics(Some(&source), diags);
+            diags
+                .iter()
+                .map(|d| result(d, item, &file, &redactor))
+                .collect()
+        }
+    }
 }
 
 /// Print the answering ResourceList, its items already listed; exit 1 when a result is an

@@ -1,27 +1,30 @@
-//! The command line: clap definitions (their doc comments are the help), file and stdin
-//! reading, output, and exit codes: 0 clean, 1 refused input or findings, 2 usage or I/O error.
+//! The command line: clap definitions (their doc comments are the help) and the dispatch of
+//! each command to the module that runs it. Exit codes: 0 clean, 1 refused input or findings,
+//! 2 usage or I/O error.
 
 mod driver;
 mod gate;
 mod input;
 mod krm;
 mod lint;
+mod namespace;
 mod plan;
 mod record;
 mod render;
 mod report;
 mod snapshot;
 
-use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
-pub(crate) use input::{ReadError, make_executable, read_named, write_atomic};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+pub(crate) use input::{ReadError, make_executable, read_named, read_source, write_atomic};
+use namespace::options;
 use render::{Files, Output};
-use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+pub(crate) use report::{Reporter, emit};
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use tao_k8s::kube::KubeVersion;
-use tao_k8s::plan::{Ambient, Options};
+use tao_k8s::plan::Options;
 use tao_k8s::request;
-use tao_k8s::source::Source;
 
 /// Exit codes.
 const REFUSED: u8 = 1;
@@ -72,80 +75,17 @@ else (in a pod with no kubeconfig) its service account's, else `default`; a --na
 than metadata.namespace is refused. Diagnostics go to stderr; nothing is printed on stdout
 unless every request compiles and every object passes its strict schema (or, with
 --keep-going, for the requests that do; the exit code is still 1).")]
-    Render {
-        /// Request files (YAML or JSON), `-` for stdin, or folders: their *.yaml, *.yml and
-        /// *.json files, sorted, not their subfolders.
-        #[arg(required = true, value_name = "REQUEST")]
-        requests: Vec<PathBuf>,
-        /// Several requests: write (or print) those that compile even when others are
-        /// refused; still exit 1.
-        #[arg(long)]
-        keep_going: bool,
-        /// Output format: one YAML stream, or JSON (a List when there are several objects).
-        /// Not with --out, whose bundle is YAML for kubectl and the driver script.
-        #[arg(short, long, value_enum, conflicts_with = "out")]
-        output: Option<Format>,
-        /// Namespace of every object; refused if the request names another.
-        #[arg(short, long)]
-        namespace: Option<String>,
-        /// Target Kubernetes minor version (1.28 to 1.37): only fields on by default there are
-        /// emitted, and the output is checked strictly against that version's API. The default
-        /// stays the oldest supported version, so the output applies to every supported cluster.
-        #[arg(long, default_value = "1.28", value_parser = parse_kube_version)]
-        kube_version: KubeVersion,
-        /// A directory of templates (`*.j2`) that replace the embedded ones of the same name;
-        /// a file that replaces none is refused.
-        #[arg(long, value_name = "DIR")]
-        templates: Option<PathBuf>,
-        /// When the templates' output fails verification, print it on stdout anyway (with
-        /// credentials masked) to read beside the diagnostics' line numbers; still exit 1.
-        #[arg(long, conflicts_with = "out")]
-        emit_unverified: bool,
-        /// Render a 2-node NCCL all-reduce probe with the request's image, GPUs, scheduling,
-        /// pull secrets, /dev/shm and rendezvous, instead of the action.
-        #[arg(long)]
-        nccl_probe: bool,
-        /// Also write the staging map (where every producer path lands) to FILE, as JSON.
-        #[arg(long, value_name = "FILE")]
-        staging_map: Option<PathBuf>,
-        /// A config spec written by `tao-k8s stage`: refused unless it is exactly what the
-        /// request stages (its sha256 is checked).
-        #[arg(long, value_name = "FILE")]
-        staged_config: Option<PathBuf>,
-        /// Write a bundle into DIR instead: manifest.yaml, staging-map.json, the driver script
-        /// job.sh, and nccl-probe.yaml for multi-node. With several requests (or a folder),
-        /// one bundle per request in DIR/<file stem>/.
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
-        /// A folder the request may name files in (`command.config.spec`), besides its own:
-        /// by default a request reads only files inside the folder it is in.
-        #[arg(long, value_name = "DIR")]
-        spec_root: Option<PathBuf>,
-    },
+    Render(RenderArgs),
     /// Print the driver script (bash, for kubectl) of a request: preflight, submit, status,
     /// logs, cancel. It reads manifest.yaml beside it; `render --out DIR` writes both.
-    Script {
-        /// The request file (YAML or JSON), or `-` for stdin.
-        request: PathBuf,
-        /// Namespace of every object; refused if the request names another.
-        #[arg(short, long)]
-        namespace: Option<String>,
-        /// A directory of templates (`*.j2`) that replace the embedded ones of the same name:
-        /// the script is refused unless the objects they render verify.
-        #[arg(long, value_name = "DIR")]
-        templates: Option<PathBuf>,
-        /// A folder the request may name files in (`command.config.spec`), besides its own:
-        /// by default a request reads only files inside the folder it is in.
-        #[arg(long, value_name = "DIR")]
-        spec_root: Option<PathBuf>,
-    },
+    Script(ScriptArgs),
     /// Decide the driver's gates (existing Job, who holds the bundle's names, the credentials
     /// the submitter allows, server version, claims, where the pods fit, the GPU nodes'
     /// runtime) from the manifest and what kubectl returned. Used by the driver script.
     Gate(gate::GateArgs),
     /// The status of a Job and its pods, from what kubectl returned. Used by the driver script.
     #[command(hide = true)]
-    JobStatus(gate::StatusArgs),
+    JobStatus(driver::StatusArgs),
     /// The steps of the driver script that decide or build something.
     #[command(hide = true)]
     Driver(driver::DriverArgs),
@@ -153,24 +93,7 @@ unless every request compiles and every object passes its strict schema (or, wit
     #[command(after_help = "Examples:
   tao-k8s stage request.yaml --out staged/
   tao-k8s render request.yaml --staged-config staged/spec.yaml | kubectl apply -f -")]
-    Stage {
-        /// The request file (YAML or JSON), or `-` for stdin.
-        request: PathBuf,
-        /// The directory to write `staging-map.json` and `spec.yaml` into (created if missing).
-        #[arg(long, value_name = "DIR")]
-        out: PathBuf,
-        /// Namespace of every object; refused if the request names another.
-        #[arg(short, long)]
-        namespace: Option<String>,
-        /// A directory of templates (`*.j2`) that replace the embedded ones of the same name:
-        /// nothing is staged unless the objects they render verify.
-        #[arg(long, value_name = "DIR")]
-        templates: Option<PathBuf>,
-        /// A folder the request may name files in (`command.config.spec`), besides its own:
-        /// by default a request reads only files inside the folder it is in.
-        #[arg(long, value_name = "DIR")]
-        spec_root: Option<PathBuf>,
-    },
+    Stage(StageArgs),
     /// Lint Kubernetes YAML: credentials inline, strict schemas, GPU-job rules.
     #[command(after_help = "Examples:
   tao-k8s lint manifests/
@@ -181,41 +104,7 @@ unless every request compiles and every object passes its strict schema (or, wit
 Suppress a rule on one object with the annotation `tao-k8s.io/ignore: \"TK310 # why\"`.
 Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O, or input that is not YAML
 (or is over a limit: see --max-input-size and the README).")]
-    Lint {
-        /// Files (always linted), directories (searched for *.yaml, *.yml and *.json like
-        /// `kubectl apply -f DIR`, skipping templates/, hidden and git-ignored paths), or `-`.
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        #[arg(long, value_enum, default_value_t = lint::LintFormat::Text)]
-        format: lint::LintFormat,
-        /// Only these rules: codes, names or groups (redaction, schema, gpu, api), comma-separated,
-        /// in any case.
-        #[arg(long, value_delimiter = ',')]
-        select: Vec<String>,
-        /// Not these rules: codes, names or groups, comma-separated.
-        #[arg(long, value_delimiter = ',')]
-        ignore: Vec<String>,
-        /// The lowest severity that makes the run fail.
-        #[arg(long, value_enum, default_value_t = lint::FailOn::Error)]
-        fail_on: lint::FailOn,
-        /// Exit 0 whatever is found (still 2 for usage, I/O or input that is not YAML).
-        #[arg(long)]
-        exit_zero: bool,
-        /// Most findings reported per file; the rest are counted in one last report (TK009).
-        #[arg(long, value_name = "N", default_value_t = 10_000)]
-        max_findings: usize,
-        /// CustomResourceDefinitions (files or folders, repeatable): objects of their kinds are
-        /// checked against their `openAPIV3Schema`, unknown fields included.
-        #[arg(long, value_name = "PATH")]
-        crd: Vec<PathBuf>,
-        /// A kind with no schema (not built in, no `--crd`) is an error, not a note.
-        #[arg(long)]
-        strict_kinds: bool,
-        /// The Kubernetes minor version (1.28 to 1.37) objects are checked against: its kinds,
-        /// its fields, the API versions it no longer serves. Default: the newest, 1.37.
-        #[arg(long, value_name = "X.Y", value_parser = parse_kube_version)]
-        kube_version: Option<KubeVersion>,
-    },
+    Lint(LintArgs),
     /// List the lint rules.
     Rules {
         #[arg(long, value_enum, default_value_t = lint::LintFormat::Text)]
@@ -243,29 +132,7 @@ Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, I/O, or input th
 
 Each request gets DIR/<file stem>.snap (and <stem>.nccl-probe.snap for a multi-node request's
 probe). `cargo insta review` and `insta::assert_snapshot!` read the same files.")]
-    Snapshot {
-        /// Request files, `-` for stdin, or folders of requests (as `render` reads them).
-        #[arg(required = true, value_name = "REQUEST")]
-        requests: Vec<PathBuf>,
-        /// The directory of the stored snapshots.
-        #[arg(long, value_name = "DIR")]
-        snapshots: PathBuf,
-        /// A directory of templates (`*.j2`) that replace the embedded ones of the same name.
-        #[arg(long, value_name = "DIR")]
-        templates: Option<PathBuf>,
-        /// Write the snapshots that are new or changed instead of failing on them.
-        #[arg(long)]
-        update: bool,
-        /// Namespace of every object; refused if the request names another.
-        #[arg(short, long)]
-        namespace: Option<String>,
-        /// Target Kubernetes minor version (1.28 to 1.37).
-        #[arg(long, default_value = "1.28", value_parser = parse_kube_version)]
-        kube_version: KubeVersion,
-        /// A folder the requests may name files in (`command.config.spec`), besides their own.
-        #[arg(long, value_name = "DIR")]
-        spec_root: Option<PathBuf>,
-    },
+    Snapshot(SnapshotArgs),
     /// A KRM function (kpt, kustomize exec generator or transformer): read a ResourceList on
     /// stdin, replace its ActionRequest items by their verified objects, pass the other items
     /// through, and report diagnostics as its results; exit 1 on an error.
@@ -275,47 +142,235 @@ probe). `cargo insta review` and `insta::assert_snapshot!` read the same files."
   (kustomize: see the README, \"In pipelines\")
 
 functionConfig (a ConfigMap) may set `data.namespace` and `data.kubeVersion`.")]
-    Krm {
-        /// Validate instead: items pass through unchanged; the lint's findings on them, and
-        /// the diagnostics of ActionRequest items, are the results.
-        #[arg(long)]
-        lint: bool,
-        /// A directory of templates (`*.j2`) that replace the embedded ones of the same name.
-        #[arg(long, value_name = "DIR")]
-        templates: Option<PathBuf>,
-        /// A folder the requests may name files in (`command.config.spec`), besides their own.
-        #[arg(long, value_name = "DIR")]
-        spec_root: Option<PathBuf>,
-    },
+    Krm(KrmArgs),
     /// Print the template context of a request: the Plan every template receives.
     #[command(after_help = "Examples:
   tao-k8s plan request.yaml
   tao-k8s plan request.yaml -o yaml --nccl-probe
   tao-k8s schema --template-context   # what every field means")]
-    Plan {
-        /// The request file (YAML or JSON), or `-` for stdin.
-        request: PathBuf,
-        /// Output format.
-        #[arg(short, long, value_enum, default_value_t = Format::Json)]
-        output: Format,
-        /// Namespace of every object; refused if the request names another.
-        #[arg(short, long)]
-        namespace: Option<String>,
-        /// Target Kubernetes minor version (1.28 to 1.37).
-        #[arg(long, default_value = "1.28", value_parser = parse_kube_version)]
-        kube_version: KubeVersion,
-        /// The context of the request's NCCL probe instead.
-        #[arg(long)]
-        nccl_probe: bool,
-        /// A folder the request may name files in (`command.config.spec`), besides its own.
-        #[arg(long, value_name = "DIR")]
-        spec_root: Option<PathBuf>,
-    },
+    Plan(PlanArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
+}
+
+// The arguments several commands share, each declared once and flattened where it is taken
+// (one struct per flag, so that every command lists its flags in the order it always has).
+
+// `--namespace`.
+#[derive(Args)]
+struct NamespaceArg {
+    /// Namespace of every object; refused if the request names another.
+    #[arg(short, long)]
+    namespace: Option<String>,
+}
+
+// `--kube-version` of the commands that compile: the target, the oldest supported by default.
+#[derive(Args)]
+struct TargetArg {
+    #[arg(long, help = target_version_help(), default_value_t = KubeVersion::DEFAULT,
+          value_parser = parse_kube_version)]
+    kube_version: KubeVersion,
+}
+
+// `--templates`.
+#[derive(Args)]
+struct TemplatesArg {
+    /// A directory of templates (`*.j2`) that replace the embedded ones of the same name; a
+    /// file that replaces none is refused, and the objects they render are verified as the
+    /// embedded ones' are.
+    #[arg(long, value_name = "DIR")]
+    templates: Option<PathBuf>,
+}
+
+// `--spec-root`.
+#[derive(Args)]
+struct SpecRootArg {
+    /// A folder the request may name files in (`command.config.spec`), besides its own: by
+    /// default a request reads only files inside the folder it is in (the working directory
+    /// for stdin and `krm`).
+    #[arg(long, value_name = "DIR")]
+    spec_root: Option<PathBuf>,
+}
+
+/// The help of `--kube-version` on the commands that compile.
+fn target_version_help() -> String {
+    format!(
+        "Target Kubernetes minor version ({}): only fields on by default there are emitted, and \
+         the output is checked strictly against that version's API. The default stays the \
+         oldest supported version, so the output applies to every supported cluster",
+        KubeVersion::supported_range()
+    )
+}
+
+/// The help of `lint --kube-version`.
+fn lint_version_help() -> String {
+    format!(
+        "The Kubernetes minor version ({}) objects are checked against: its kinds, its fields, \
+         the API versions it no longer serves. Default: the newest, {}",
+        KubeVersion::supported_range(),
+        KubeVersion::NEWEST
+    )
+}
+
+#[derive(Args)]
+struct RenderArgs {
+    /// Request files (YAML or JSON), `-` for stdin, or folders: their *.yaml, *.yml and
+    /// *.json files, sorted, not their subfolders.
+    #[arg(required = true, value_name = "REQUEST")]
+    requests: Vec<PathBuf>,
+    /// Several requests: write (or print) those that compile even when others are
+    /// refused; still exit 1.
+    #[arg(long)]
+    keep_going: bool,
+    /// Output format: one YAML stream, or JSON (a List when there are several objects).
+    /// Not with --out, whose bundle is YAML for kubectl and the driver script.
+    #[arg(short, long, value_enum, conflicts_with = "out")]
+    output: Option<Format>,
+    #[command(flatten)]
+    namespace: NamespaceArg,
+    #[command(flatten)]
+    target: TargetArg,
+    #[command(flatten)]
+    templates: TemplatesArg,
+    /// When the templates' output fails verification, print it on stdout anyway (with
+    /// credentials masked) to read beside the diagnostics' line numbers; still exit 1.
+    #[arg(long, conflicts_with = "out")]
+    emit_unverified: bool,
+    /// Render a 2-node NCCL all-reduce probe with the request's image, GPUs, scheduling,
+    /// pull secrets, /dev/shm and rendezvous, instead of the action.
+    #[arg(long)]
+    nccl_probe: bool,
+    /// Also write the staging map (where every producer path lands) to FILE, as JSON.
+    #[arg(long, value_name = "FILE")]
+    staging_map: Option<PathBuf>,
+    /// A config spec written by `tao-k8s stage`: refused unless it is exactly what the
+    /// request stages (its sha256 is checked).
+    #[arg(long, value_name = "FILE")]
+    staged_config: Option<PathBuf>,
+    /// Write a bundle into DIR instead: manifest.yaml, staging-map.json, the driver script
+    /// job.sh, and nccl-probe.yaml for multi-node. With several requests (or a folder),
+    /// one bundle per request in DIR/<file stem>/.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    spec_root: SpecRootArg,
+}
+
+#[derive(Args)]
+struct ScriptArgs {
+    /// The request file (YAML or JSON), or `-` for stdin.
+    request: PathBuf,
+    #[command(flatten)]
+    namespace: NamespaceArg,
+    #[command(flatten)]
+    templates: TemplatesArg,
+    #[command(flatten)]
+    spec_root: SpecRootArg,
+}
+
+#[derive(Args)]
+struct StageArgs {
+    /// The request file (YAML or JSON), or `-` for stdin.
+    request: PathBuf,
+    /// The directory to write `staging-map.json` and `spec.yaml` into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    #[command(flatten)]
+    namespace: NamespaceArg,
+    #[command(flatten)]
+    templates: TemplatesArg,
+    #[command(flatten)]
+    spec_root: SpecRootArg,
+}
+
+#[derive(Args)]
+struct LintArgs {
+    /// Files (always linted), directories (searched for *.yaml, *.yml and *.json like
+    /// `kubectl apply -f DIR`, skipping templates/, hidden and git-ignored paths), or `-`.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = lint::LintFormat::Text)]
+    format: lint::LintFormat,
+    /// Only these rules: codes, names or groups (redaction, schema, gpu, api), comma-separated,
+    /// in any case.
+    #[arg(long, value_delimiter = ',')]
+    select: Vec<String>,
+    /// Not these rules: codes, names or groups, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    ignore: Vec<String>,
+    /// The lowest severity that makes the run fail.
+    #[arg(long, value_enum, default_value_t = lint::FailOn::Error)]
+    fail_on: lint::FailOn,
+    /// Exit 0 whatever is found (still 2 for usage, I/O or input that is not YAML).
+    #[arg(long)]
+    exit_zero: bool,
+    /// Most findings reported per file; the rest are counted in one last report (TK009).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    max_findings: usize,
+    /// CustomResourceDefinitions (files or folders, repeatable): objects of their kinds are
+    /// checked against their `openAPIV3Schema`, unknown fields included.
+    #[arg(long, value_name = "PATH")]
+    crd: Vec<PathBuf>,
+    /// A kind with no schema (not built in, no `--crd`) is an error, not a note.
+    #[arg(long)]
+    strict_kinds: bool,
+    // The version objects are checked against: the newest supported unless given.
+    #[arg(long, value_name = "X.Y", help = lint_version_help(), value_parser = parse_kube_version)]
+    kube_version: Option<KubeVersion>,
+}
+
+#[derive(Args)]
+struct SnapshotArgs {
+    /// Request files, `-` for stdin, or folders of requests (as `render` reads them).
+    #[arg(required = true, value_name = "REQUEST")]
+    requests: Vec<PathBuf>,
+    /// The directory of the stored snapshots.
+    #[arg(long, value_name = "DIR")]
+    snapshots: PathBuf,
+    #[command(flatten)]
+    templates: TemplatesArg,
+    /// Write the snapshots that are new or changed instead of failing on them.
+    #[arg(long)]
+    update: bool,
+    #[command(flatten)]
+    namespace: NamespaceArg,
+    #[command(flatten)]
+    target: TargetArg,
+    #[command(flatten)]
+    spec_root: SpecRootArg,
+}
+
+#[derive(Args)]
+struct KrmArgs {
+    /// Validate instead: items pass through unchanged; the lint's findings on them, and
+    /// the diagnostics of ActionRequest items, are the results.
+    #[arg(long)]
+    lint: bool,
+    #[command(flatten)]
+    templates: TemplatesArg,
+    #[command(flatten)]
+    spec_root: SpecRootArg,
+}
+
+#[derive(Args)]
+struct PlanArgs {
+    /// The request file (YAML or JSON), or `-` for stdin.
+    request: PathBuf,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Format::Json)]
+    output: Format,
+    #[command(flatten)]
+    namespace: NamespaceArg,
+    #[command(flatten)]
+    target: TargetArg,
+    /// The context of the request's NCCL probe instead.
+    #[arg(long)]
+    nccl_probe: bool,
+    #[command(flatten)]
+    spec_root: SpecRootArg,
 }
 
 fn parse_kube_version(s: &str) -> Result<KubeVersion, String> {
@@ -337,9 +392,6 @@ fn parse_size(s: &str) -> Result<u64, String> {
     }
 }
 
-/// The input size limit of this run, set once from `--max-input-size`.
-static MAX_INPUT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-
 /// Run the command line and return the exit code.
 pub fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -354,171 +406,62 @@ pub fn run() -> ExitCode {
         Color::Never => false,
         Color::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
     };
-    let out = report::Reporter::new(styled);
-    MAX_INPUT.get_or_init(|| cli.max_input_size);
-    match cli.command {
-        Command::Render {
-            requests,
-            keep_going,
-            output,
-            namespace,
-            kube_version,
-            templates,
-            emit_unverified,
-            nccl_probe,
-            staging_map,
-            staged_config,
-            out: bundle,
-            spec_root,
-        } => {
-            let opts = Options {
-                kube_version,
-                nccl_probe,
-                ..options(namespace)
-            };
-            let files = Files {
-                staging_map,
-                staged_config,
-                spec_root,
-                emit_unverified,
-                keep_going,
-            };
-            let output = match bundle {
-                Some(dir) => Output::Bundle(dir),
-                None => Output::Manifests(output.unwrap_or(Format::Yaml)),
-            };
-            let requests = match render::Requests::expand(&requests) {
-                Ok(r) => r,
-                Err(message) => return out.io_error(&message),
-            };
-            render::render(&out, &requests, output, opts, templates.as_deref(), &files)
+    input::set_max_input(cli.max_input_size);
+    dispatch(&Reporter::new(styled), cli.command)
+}
+
+/// Hand each command to the module that runs it.
+fn dispatch(out: &Reporter, command: Command) -> ExitCode {
+    match command {
+        Command::Render(args) => render_command(out, args),
+        Command::Script(args) => {
+            let request = render::Requests::one(args.request);
+            let opts = options(args.namespace.namespace);
+            let files = Files::with_spec_root(args.spec_root.spec_root);
+            let templates = args.templates.templates.as_deref();
+            render::render(out, &request, Output::Script, opts, templates, &files)
         }
-        Command::Stage {
-            request,
-            out: dir,
-            namespace,
-            templates,
-            spec_root,
-        } => {
-            let opts = options(namespace);
-            let files = Files {
-                spec_root,
-                ..Files::default()
-            };
+        Command::Stage(args) => {
+            let request = render::Requests::one(args.request);
+            let opts = options(args.namespace.namespace);
+            let files = Files::with_spec_root(args.spec_root.spec_root);
+            let templates = args.templates.templates.as_deref();
             render::render(
-                &out,
-                &render::Requests::one(request),
-                Output::Stage(dir),
+                out,
+                &request,
+                Output::Stage(args.out),
                 opts,
-                templates.as_deref(),
+                templates,
                 &files,
             )
         }
-        Command::Lint {
-            paths,
-            format,
-            select,
-            ignore,
-            fail_on,
-            exit_zero,
-            max_findings,
-            crd,
-            strict_kinds,
-            kube_version,
-        } => {
-            let crds = match lint::crds(&out, &crd) {
-                Ok(crds) => crds,
-                Err(code) => return code,
-            };
-            let selection = tao_k8s::lint::Selection {
-                select,
-                ignore,
-                max_findings: Some(max_findings),
-                crds,
-                strict_kinds,
-                kube_version,
-            };
-            lint::run(&out, &paths, format, &selection, fail_on, exit_zero)
-        }
+        Command::Lint(args) => lint_command(out, args),
         Command::Rules { format } => lint::rules(format),
         Command::Explain { rule } => lint::explain(&rule),
-        Command::Script {
-            request,
-            namespace,
-            templates,
-            spec_root,
-        } => {
-            let opts = options(namespace);
-            let files = Files {
-                spec_root,
-                ..Files::default()
-            };
-            render::render(
-                &out,
-                &render::Requests::one(request),
-                Output::Script,
-                opts,
-                templates.as_deref(),
-                &files,
-            )
-        }
         Command::Driver(args) => driver::run(args),
+        Command::JobStatus(args) => driver::status(args),
         Command::Record(args) => record::run(args),
         Command::Gate(args) => gate::run(args),
-        Command::JobStatus(args) => gate::status(args),
         Command::Schema { template_context } => emit(&if template_context {
             tao_k8s::plan::context_schema_text()
         } else {
             request::schema_text()
         }),
-        Command::Krm {
-            lint,
-            templates,
-            spec_root,
-        } => krm::run(&out, lint, templates.as_deref(), spec_root),
-        Command::Snapshot {
-            requests,
-            snapshots,
-            templates,
-            update,
-            namespace,
-            kube_version,
-            spec_root,
-        } => {
+        Command::Krm(args) => krm::run(
+            out,
+            args.lint,
+            args.templates.templates.as_deref(),
+            args.spec_root.spec_root,
+        ),
+        Command::Snapshot(args) => snapshot_command(out, args),
+        Command::Plan(args) => {
             let opts = Options {
-                kube_version,
-                ..options(namespace)
+                kube_version: args.target.kube_version,
+                nccl_probe: args.nccl_probe,
+                ..options(args.namespace.namespace)
             };
-            let files = Files {
-                spec_root,
-                ..Files::default()
-            };
-            let args = snapshot::Args {
-                requests,
-                snapshots,
-                templates,
-                update,
-            };
-            snapshot::run(&out, args, opts, &files)
-        }
-        Command::Plan {
-            request,
-            output,
-            namespace,
-            kube_version,
-            nccl_probe,
-            spec_root,
-        } => {
-            let opts = Options {
-                kube_version,
-                nccl_probe,
-                ..options(namespace)
-            };
-            let files = Files {
-                spec_root,
-                ..Files::default()
-            };
-            plan::run(&out, &request, output, opts, &files)
+            let files = Files::with_spec_root(args.spec_root.spec_root);
+            plan::run(out, &args.request, args.output, opts, &files)
         }
         Command::Completions { shell } => {
             let mut buf = Vec::new();
@@ -528,63 +471,65 @@ pub fn run() -> ExitCode {
     }
 }
 
-/// Print to stdout; a closed pipe is not an error worth a panic.
-pub(crate) fn emit(text: &str) -> ExitCode {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: cannot write to stdout: {e}");
-            ExitCode::from(USAGE)
-        }
-    }
+fn render_command(out: &Reporter, args: RenderArgs) -> ExitCode {
+    let opts = Options {
+        kube_version: args.target.kube_version,
+        nccl_probe: args.nccl_probe,
+        ..options(args.namespace.namespace)
+    };
+    let files = Files {
+        staging_map: args.staging_map,
+        staged_config: args.staged_config,
+        spec_root: args.spec_root.spec_root,
+        emit_unverified: args.emit_unverified,
+        keep_going: args.keep_going,
+    };
+    let output = match args.out {
+        Some(dir) => Output::Bundle(dir),
+        None => Output::Manifests(args.output.unwrap_or(Format::Yaml)),
+    };
+    let requests = match render::Requests::expand(&args.requests) {
+        Ok(r) => r,
+        Err(message) => return out.io_error(&message),
+    };
+    let templates = args.templates.templates.as_deref();
+    render::render(out, &requests, output, opts, templates, &files)
 }
 
-/// Options from `--namespace` and `$TAO_K8S_NAMESPACE`; the rest default.
-pub(crate) fn options(namespace: Option<String>) -> Options {
-    Options {
-        namespace,
-        ambient_namespace: std::env::var("TAO_K8S_NAMESPACE")
-            .ok()
-            .filter(|ns| !ns.is_empty())
-            .map(|name| Ambient {
-                name,
-                from: "TAO_K8S_NAMESPACE",
-            })
-            .or_else(|| {
-                pod_namespace().map(|name| Ambient {
-                    name,
-                    from: "the pod's service account",
-                })
-            }),
-        ..Options::default()
-    }
+fn lint_command(out: &Reporter, args: LintArgs) -> ExitCode {
+    let crds = match lint::crds(out, &args.crd) {
+        Ok(crds) => crds,
+        Err(code) => return code,
+    };
+    let selection = tao_k8s::lint::Selection {
+        select: args.select,
+        ignore: args.ignore,
+        max_findings: Some(args.max_findings),
+        crds,
+        strict_kinds: args.strict_kinds,
+        kube_version: args.kube_version,
+    };
+    lint::run(
+        out,
+        &args.paths,
+        args.format,
+        &selection,
+        args.fail_on,
+        args.exit_zero,
+    )
 }
 
-/// Inside a pod with no kubeconfig (as the driver's in-cluster mode decides it), the namespace
-/// of the pod's service account, which kubectl's in-cluster config defaults to; a file that
-/// holds no namespace name is not used.
-fn pod_namespace() -> Option<String> {
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    var("KUBERNETES_SERVICE_HOST")?;
-    let home_config = var("HOME").map(|h| PathBuf::from(h).join(".kube/config"));
-    if var("KUBECONFIG").is_some() || home_config.is_some_and(|c| c.exists()) {
-        return None;
-    }
-    let dir = var("TAO_K8S_SERVICEACCOUNT_DIR").map_or_else(
-        || PathBuf::from("/var/run/secrets/kubernetes.io/serviceaccount"),
-        PathBuf::from,
-    );
-    let text = input::read(&dir.join("namespace"), input::Kind::ServiceAccount).ok()?;
-    let ns = text.text().trim();
-    tao_k8s::kube::names::is_dns1123_label(ns).then(|| ns.to_string())
-}
-
-/// A file, or stdin for `-`, as a named source (see [`input::read`]).
-pub(crate) fn read_source(path: &Path) -> Result<Source, ReadError> {
-    input::read(path, input::Kind::Input)
+fn snapshot_command(out: &Reporter, args: SnapshotArgs) -> ExitCode {
+    let opts = Options {
+        kube_version: args.target.kube_version,
+        ..options(args.namespace.namespace)
+    };
+    let files = Files::with_spec_root(args.spec_root.spec_root);
+    let run = snapshot::Args {
+        requests: args.requests,
+        snapshots: args.snapshots,
+        templates: args.templates.templates,
+        update: args.update,
+    };
+    snapshot::run(out, run, opts, &files)
 }

@@ -8,6 +8,7 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::Value;
 use std::process::ExitCode;
+use tao_k8s::gate::{self, objects};
 use tao_k8s::record::{NewRecord, Owned, Record, RecordError, State, StorageTier, Store};
 
 const REFUSED: u8 = 1;
@@ -296,4 +297,63 @@ fn fail(e: &RecordError) -> ExitCode {
             | RecordError::InvalidField { .. }
     );
     ExitCode::from(if refused { REFUSED } else { USAGE })
+}
+
+/// `job-status --record ID`: the status of record `id`'s Job, when `job` is that Job (same
+/// uid); the record is closed when the Job ended. Exit 1, touching nothing, when the name is
+/// now another object's.
+pub(crate) fn job_status(
+    id: &str,
+    job: &objects::Job,
+    pods: &[objects::Pod],
+    state: bool,
+) -> ExitCode {
+    let store = match Store::from_env() {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    let record = match store.show(id) {
+        Ok(record) => record,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(uid) = record.backend_uid.as_deref()
+        && uid != job.metadata.uid
+    {
+        eprintln!(
+            "tao-k8s: the Job {}/{} is another object now (uid {}), not the one job record {id} \
+             created (uid {uid}), which is gone: nothing was touched",
+            job.metadata.namespace,
+            job.metadata.name,
+            gate::owners::shown(&job.metadata.uid)
+        );
+        return ExitCode::from(1);
+    }
+    if state {
+        return emit(&format!("{}\n", job.state()));
+    }
+    let code = emit(&gate::status::text(job, pods));
+    let mark = match job.state() {
+        "succeeded" => Some((State::Succeeded, None)),
+        "failed" => Some((
+            State::Failed,
+            Some(
+                gate::status::terminal_reason(job, pods)
+                    .map_or_else(|| "the Job failed".into(), |r| gate::printable(&r)),
+            ),
+        )),
+        _ => None,
+    };
+    if let Some((state, reason)) = mark {
+        let reason = reason.map(|r| r.chars().take(4000).collect::<String>());
+        if !record.state.is_terminal() {
+            let _ = store.mark(id, state, "driver", reason.as_deref(), None);
+        }
+    }
+    code
 }

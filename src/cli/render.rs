@@ -42,6 +42,16 @@ pub(crate) struct Files {
     pub keep_going: bool,
 }
 
+impl Files {
+    /// Only `--spec-root`: the one of these that commands other than `render` take.
+    pub(crate) fn with_spec_root(spec_root: Option<PathBuf>) -> Files {
+        Files {
+            spec_root,
+            ..Files::default()
+        }
+    }
+}
+
 /// The requests named on the command line: files as given, `-` (stdin, once), and the
 /// `*.yaml`, `*.yml` and `*.json` files directly inside each folder, sorted by name (not its
 /// subfolders: a folder of requests is flat, and a request's spec files may sit beside it in
@@ -276,16 +286,11 @@ pub(crate) fn render(
     templates: Option<&Path>,
     files: &Files,
 ) -> ExitCode {
-    if requests.many {
-        let single = [
-            ("--staging-map", files.staging_map.is_some()),
-            ("--staged-config", files.staged_config.is_some()),
-            ("--emit-unverified", files.emit_unverified),
-        ];
-        if let Some((flag, _)) = single.iter().find(|(_, set)| *set) {
-            eprintln!("error: {flag} takes one request, and several were given");
-            return ExitCode::from(USAGE);
-        }
+    if requests.many
+        && let Some(flag) = one_request_flag(files)
+    {
+        eprintln!("error: {flag} takes one request, and several were given");
+        return ExitCode::from(USAGE);
     }
     let folders = match &output {
         Output::Bundle(dir) => match requests.folders(dir) {
@@ -299,16 +304,58 @@ pub(crate) fn render(
         Err(code) => return code,
     };
     let templates = owned.as_ref().unwrap_or(Templates::embedded());
+    let done = match compile_all(out, requests, &output, &opts, templates, files) {
+        Ok(done) => done,
+        Err(code) => return code,
+    };
+    let refused = done.iter().filter(|d| d.is_none()).count();
+    if refused > 0 && !files.keep_going {
+        if requests.many {
+            eprintln!(
+                "error: {refused} of {} requests refused: nothing written (--keep-going writes the others)",
+                done.len()
+            );
+        }
+        return ExitCode::from(REFUSED);
+    }
+    let code = deliver(out, &done, output, &folders, files, requests.many);
+    if refused > 0 {
+        eprintln!(
+            "error: {refused} of {} requests refused; the others written (--keep-going)",
+            done.len()
+        );
+        return ExitCode::from(REFUSED);
+    }
+    code
+}
+
+/// A flag set that takes one request only.
+fn one_request_flag(files: &Files) -> Option<&'static str> {
+    let single = [
+        ("--staging-map", files.staging_map.is_some()),
+        ("--staged-config", files.staged_config.is_some()),
+        ("--emit-unverified", files.emit_unverified),
+    ];
+    single.iter().find(|(_, set)| *set).map(|(flag, _)| *flag)
+}
+
+/// Compile every request in turn, reporting each one's diagnostics: `None` for a refused one
+/// (or one whose objects another request already applies).
+fn compile_all(
+    out: &Reporter,
+    requests: &Requests,
+    output: &Output,
+    opts: &Options,
+    templates: &Templates,
+    files: &Files,
+) -> Result<Vec<Option<Done>>, ExitCode> {
     let bundled = matches!(output, Output::Script | Output::Bundle(_));
     let mut done: Vec<Option<Done>> = Vec::new();
     // Which request applies each object, by kind, namespace and name.
     let mut owners: BTreeMap<(String, String, String), usize> = BTreeMap::new();
     for (i, path) in requests.paths.iter().enumerate() {
         let mut opts = opts.clone();
-        let source = match read_request(out, path, &mut opts, files) {
-            Ok(source) => source,
-            Err(code) => return code,
-        };
+        let source = read_request(out, path, &mut opts, files)?;
         let product = if bundled {
             tao_k8s::bundle(&source, &opts, templates).map(|b| Product::Bundle(Box::new(b)))
         } else {
@@ -336,16 +383,7 @@ pub(crate) fn render(
             }
         }
         if let Some((object, other)) = clash(&product, &owners, &done) {
-            let d = tao_k8s::diag::Diagnostic::error(
-                tao_k8s::codes::NAME,
-                format!(
-                    "{object} of {} is also an object of {other}: applied together, one would replace the other",
-                    source.name()
-                ),
-            )
-            .help("give the requests different `metadata.name`s (or namespaces)");
-            out.diagnostics(None, std::slice::from_ref(&d));
-            out.summary(&[d], source.name());
+            report_clash(out, &source, &object, &other);
             done.push(None);
             continue;
         }
@@ -360,30 +398,26 @@ pub(crate) fn render(
             product,
             map,
         };
-        if let Output::Manifests(format) = &output {
+        if let Output::Manifests(format) = output {
             done_one.keep_only(*format, files.staging_map.is_some());
         }
         done.push(Some(done_one));
     }
-    let refused = done.iter().filter(|d| d.is_none()).count();
-    if refused > 0 && !files.keep_going {
-        if requests.many {
-            eprintln!(
-                "error: {refused} of {} requests refused: nothing written (--keep-going writes the others)",
-                done.len()
-            );
-        }
-        return ExitCode::from(REFUSED);
-    }
-    let code = deliver(out, &done, output, &folders, files, requests.many);
-    if refused > 0 {
-        eprintln!(
-            "error: {refused} of {} requests refused; the others written (--keep-going)",
-            done.len()
-        );
-        return ExitCode::from(REFUSED);
-    }
-    code
+    Ok(done)
+}
+
+/// Refuse a request whose `object` an earlier request, `other`, already applies.
+fn report_clash(out: &Reporter, source: &Source, object: &str, other: &str) {
+    let d = tao_k8s::diag::Diagnostic::error(
+        tao_k8s::codes::NAME,
+        format!(
+            "{object} of {} is also an object of {other}: applied together, one would replace the other",
+            source.name()
+        ),
+    )
+    .help("give the requests different `metadata.name`s (or namespaces)");
+    out.diagnostics(None, std::slice::from_ref(&d));
+    out.summary(&[d], source.name());
 }
 
 /// An object of `product` that an earlier request already applies, and that request's file.

@@ -206,3 +206,19 @@ fn boundary(text: &str, offset: usize) -> usize {
     }
     at
 }
+
+/// Print to stdout; a closed pipe is not an error worth a panic.
+pub(crate) fn emit(text: &str) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: cannot write to stdout: {e}");
+            ExitCode::from(super::USAGE)
+        }
+    }
+}

@@ -81,25 +81,42 @@ pub(crate) fn run(out: &Reporter, args: Args, opts: Options, files: &Files) -> E
         Err(code) => return code,
     };
     let templates = owned.as_ref().unwrap_or(Templates::embedded());
+    // Every request first: one refused request refuses the run, and nothing is written.
+    let taken = match take(out, &requests, &args, templates, &opts, files) {
+        Ok(taken) => taken,
+        Err(code) => return code,
+    };
+    let comparison = match compare(out, &taken) {
+        Ok(comparison) => comparison,
+        Err(code) => return code,
+    };
+    note_stale(out, &args.snapshots, &taken);
+    conclude(out, &args, &comparison)
+}
+
+/// Render every request into its snapshots (two for a multi-node request: the job and its
+/// probe); exit 1 if any request is refused, 2 if two would write one file.
+fn take(
+    out: &Reporter,
+    requests: &Requests,
+    args: &Args,
+    templates: &Templates,
+    opts: &Options,
+    files: &Files,
+) -> Result<Vec<Taken>, ExitCode> {
     let expression = match &args.templates {
         Some(dir) => format!("tao-k8s render --templates {}", dir.display()),
         None => "tao-k8s render".to_string(),
     };
-    // Every request first: one refused request refuses the run, and nothing is written.
     let mut taken: Vec<Taken> = Vec::new();
     let mut refused = 0;
     // Which request writes each snapshot file: a probe's name may be another request's.
     let mut names: BTreeMap<PathBuf, PathBuf> = BTreeMap::new();
     for path in &requests.paths {
         let mut opts = opts.clone();
-        let source = match read_request(out, path, &mut opts, files) {
-            Ok(source) => source,
-            Err(code) => return code,
-        };
-        let stem = match super::render::checked_stem(path, &args.snapshots) {
-            Ok(stem) => stem,
-            Err(message) => return out.io_error(&message),
-        };
+        let source = read_request(out, path, &mut opts, files)?;
+        let stem = super::render::checked_stem(path, &args.snapshots)
+            .map_err(|message| out.io_error(&message))?;
         let mut claim = |file: &PathBuf| match names.insert(file.clone(), path.clone()) {
             Some(other) => Err(out.io_error(&format!(
                 "`{}` and `{}` would share the snapshot `{}`: rename one",
@@ -110,9 +127,7 @@ pub(crate) fn run(out: &Reporter, args: Args, opts: Options, files: &Files) -> E
             None => Ok(()),
         };
         let file = args.snapshots.join(format!("{stem}.snap"));
-        if let Err(code) = claim(&file) {
-            return code;
-        }
+        claim(&file)?;
         let bundle = match tao_k8s::bundle(&source, &opts, templates) {
             Ok(b) => b,
             Err(failure) => {
@@ -130,9 +145,7 @@ pub(crate) fn run(out: &Reporter, args: Args, opts: Options, files: &Files) -> E
         });
         if let Some(probe) = bundle.probe {
             let file = args.snapshots.join(format!("{stem}.nccl-probe.snap"));
-            if let Err(code) = claim(&file) {
-                return code;
-            }
+            claim(&file)?;
             taken.push(Taken {
                 file,
                 request,
@@ -143,65 +156,87 @@ pub(crate) fn run(out: &Reporter, args: Args, opts: Options, files: &Files) -> E
     }
     if refused > 0 {
         eprintln!("error: {refused} request(s) refused: no snapshot compared or written");
-        return ExitCode::from(REFUSED);
+        return Err(ExitCode::from(REFUSED));
     }
+    Ok(taken)
+}
 
-    let (mut same, mut changed, mut new) = (0, 0, 0);
-    let mut diffs = String::new();
-    let mut writes: Vec<&Taken> = Vec::new();
-    for t in &taken {
-        let stored = match input::read_if_present(&t.file, Kind::Snapshot) {
-            Ok(Some(text)) => match stored_body(text.text()) {
-                Some(body) => Some(body),
-                None => {
-                    return out.io_error(&format!(
-                        "`{}` is not a snapshot (insta's format: a `---` header, then the body)",
-                        t.file.display()
-                    ));
-                }
-            },
-            Ok(None) => None,
-            Err(e) => return out.io_error(e.message()),
-        };
+/// The rendered snapshots against the stored ones.
+struct Comparison<'a> {
+    same: usize,
+    changed: usize,
+    new: usize,
+    /// The unified diffs of those changed or new.
+    diffs: String,
+    /// Those changed or new.
+    writes: Vec<&'a Taken>,
+}
+
+fn compare<'a>(out: &Reporter, taken: &'a [Taken]) -> Result<Comparison<'a>, ExitCode> {
+    let mut comparison = Comparison {
+        same: 0,
+        changed: 0,
+        new: 0,
+        diffs: String::new(),
+        writes: Vec::new(),
+    };
+    for t in taken {
+        let stored = stored(out, &t.file)?;
         let body = normalize(&t.body);
-        let old = match &stored {
+        match &stored {
             Some(old) if *old == body => {
-                same += 1;
+                comparison.same += 1;
                 continue;
             }
-            Some(old) => {
-                changed += 1;
-                old.as_str()
-            }
-            None => {
-                new += 1;
-                ""
-            }
-        };
-        let name = t.file.display().to_string();
-        let old = if stored.is_some() {
-            format!("{old}\n")
-        } else {
-            String::new()
-        };
-        let diff = similar::TextDiff::from_lines(&old, &format!("{body}\n"))
-            .unified_diff()
-            .context_radius(3)
-            .header(
-                &if stored.is_some() {
-                    name.clone()
-                } else {
-                    "/dev/null".into()
-                },
-                &format!("{name} (rendered from {})", t.request),
-            )
-            .to_string();
-        diffs.push_str(&diff);
-        writes.push(t);
+            Some(_) => comparison.changed += 1,
+            None => comparison.new += 1,
+        }
+        comparison
+            .diffs
+            .push_str(&diff(t, stored.as_deref(), &body));
+        comparison.writes.push(t);
     }
-    // Stored snapshots that no request made: left alone, but said.
+    Ok(comparison)
+}
+
+/// The body of the stored snapshot `file`, `None` when there is none; exit 2 if it is not a
+/// snapshot or cannot be read.
+fn stored(out: &Reporter, file: &Path) -> Result<Option<String>, ExitCode> {
+    match input::read_if_present(file, Kind::Snapshot) {
+        Ok(Some(text)) => match stored_body(text.text()) {
+            Some(body) => Ok(Some(body)),
+            None => Err(out.io_error(&format!(
+                "`{}` is not a snapshot (insta's format: a `---` header, then the body)",
+                file.display()
+            ))),
+        },
+        Ok(None) => Ok(None),
+        Err(e) => Err(out.io_error(e.message())),
+    }
+}
+
+/// The unified diff from the stored body (from /dev/null when there is none) to the rendered.
+fn diff(t: &Taken, stored: Option<&str>, body: &str) -> String {
+    let name = t.file.display().to_string();
+    let old = stored.map_or_else(String::new, |old| format!("{old}\n"));
+    similar::TextDiff::from_lines(&old, &format!("{body}\n"))
+        .unified_diff()
+        .context_radius(3)
+        .header(
+            &if stored.is_some() {
+                name.clone()
+            } else {
+                "/dev/null".into()
+            },
+            &format!("{name} (rendered from {})", t.request),
+        )
+        .to_string()
+}
+
+/// Stored snapshots that no request made: left alone, but said.
+fn note_stale(out: &Reporter, dir: &Path, taken: &[Taken]) {
     let made: Vec<&Path> = taken.iter().map(|t| t.file.as_path()).collect();
-    if let Ok(entries) = input::list(&args.snapshots, false) {
+    if let Ok(entries) = input::list(dir, false) {
         let stale: Vec<PathBuf> = entries
             .into_iter()
             .filter(|p| p.extension().is_some_and(|x| x == "snap") && !made.contains(&p.as_path()))
@@ -210,7 +245,17 @@ pub(crate) fn run(out: &Reporter, args: Args, opts: Options, files: &Files) -> E
             out.note(&format!("{} is no request's snapshot", file.display()));
         }
     }
+}
 
+/// Write the new and changed snapshots (`--update`), or print their diff and exit 1.
+fn conclude(out: &Reporter, args: &Args, comparison: &Comparison) -> ExitCode {
+    let Comparison {
+        same,
+        changed,
+        new,
+        diffs,
+        writes,
+    } = comparison;
     let counts = format!("{same} unchanged, {changed} changed, {new} new");
     if args.update {
         if !writes.is_empty()
@@ -218,7 +263,7 @@ pub(crate) fn run(out: &Reporter, args: Args, opts: Options, files: &Files) -> E
         {
             return out.io_error(&message);
         }
-        for t in &writes {
+        for t in writes {
             if let Err(message) = write_atomic(&t.file, &t.text()) {
                 return out.io_error(&message);
             }
@@ -230,7 +275,7 @@ pub(crate) fn run(out: &Reporter, args: Args, opts: Options, files: &Files) -> E
         eprintln!("snapshots: {counts}");
         return ExitCode::SUCCESS;
     }
-    let code = emit(&diffs);
+    let code = emit(diffs);
     if code != ExitCode::SUCCESS {
         return code;
     }
