@@ -1,4 +1,15 @@
-//! Every rule, in the order they run and are listed. Registering a rule is one line.
+//! Every rule, in the order they run and are listed. Registering a rule takes its file and
+//! three more places (the compiler finds a missing `mod` line; `tests/lint.rs` a registered
+//! rule without fixtures or snapshot, and fixtures of no registered rule):
+//!
+//! 1. `rules/<rule_name>.rs`, declaring the rule with `crate::rule!` (a doc comment with
+//!    *What it checks*, *Why it matters*, *Example* and *Fix*) and implementing [`Rule`];
+//! 2. in `rules/mod.rs`, `mod <rule_name>;` and `pub use <rule_name>::<Rule>;`;
+//! 3. one line in [`RULES`] below, where it should run and be listed;
+//! 4. its fixtures, `fixtures/lint/<rule-name>/fail.yaml` (each line it reports marked
+//!    `# expect: <CODE>`) and `pass.yaml` (near-misses it must not report), and the text
+//!    snapshot of its failing fixture, `tests/snapshots/lint__text-<rule-name>.snap`
+//!    (`cargo insta review` accepts it).
 
 use super::Rule;
 use super::rules::*;

@@ -1,6 +1,7 @@
 use crate::lint::api::{Report, int, key, text};
 use crate::lint::pods::{is_indexed, job_spec};
 use crate::lint::{Document, Findings, Rule};
+use crate::yaml::{Node, Step};
 
 /// The largest parallelism of an Indexed Job.
 const MAX_INDEXED_PARALLELISM: i64 = 100_000;
@@ -39,76 +40,13 @@ impl Rule for JobSpec {
             return;
         };
         let mut report = Report::new(doc, out);
-        for field in [
-            "parallelism",
-            "completions",
-            "backoffLimit",
-            "activeDeadlineSeconds",
-            "ttlSecondsAfterFinished",
-            "backoffLimitPerIndex",
-            "maxFailedIndexes",
-        ] {
-            if let Some(node) = spec.get(field)
-                && let Some(n) = int(node)
-                && n < 0
-            {
-                report.at(
-                    key(&path, field),
-                    node,
-                    format!("`{field}: {n}` must not be negative"),
-                    "",
-                );
-            }
-        }
-        let mode = spec.entry("completionMode");
-        if let Some((_, node)) = mode
-            && let Some(m) = text(node)
-            && m != "Indexed"
-            && m != "NonIndexed"
-        {
-            report.at(
-                key(&path, "completionMode"),
-                node,
-                format!("`completionMode: {m}` is not supported: `NonIndexed` or `Indexed`"),
-                "",
-            );
-        }
+        counts_not_negative(&mut report, &path, spec);
+        let mode = completion_mode(&mut report, &path, spec);
         let indexed = is_indexed(spec);
         if indexed {
-            if spec
-                .get("completions")
-                .is_none_or(|c| matches!(c.value, crate::yaml::Value::Null))
-                && let Some((k, _)) = mode
-            {
-                report.at(
-                    key(&path, "completionMode"),
-                    k,
-                    "an Indexed Job must set `completions`: one index per completion".into(),
-                    "set `completions` (and `parallelism`) to the number of pods, e.g. the number of nodes",
-                );
-            }
-            if let Some(node) = spec.get("parallelism")
-                && let Some(n) = int(node)
-                && n > MAX_INDEXED_PARALLELISM
-            {
-                report.at(
-                    key(&path, "parallelism"),
-                    node,
-                    format!("`parallelism: {n}` is over {MAX_INDEXED_PARALLELISM}, the most an Indexed Job accepts"),
-                    "",
-                );
-            }
+            indexed_job(&mut report, &path, spec, mode);
         } else {
-            for field in ["backoffLimitPerIndex", "maxFailedIndexes"] {
-                if let Some((k, _)) = spec.entry(field) {
-                    report.at(
-                        key(&path, field),
-                        k,
-                        format!("`{field}` needs `completionMode: Indexed`"),
-                        "",
-                    );
-                }
-            }
+            per_index_fields_need_indexed(&mut report, &path, spec);
         }
         if let Some((k, _)) = spec.entry("maxFailedIndexes")
             && indexed
@@ -121,18 +59,111 @@ impl Rule for JobSpec {
                 "",
             );
         }
-        if spec.get("podFailurePolicy").is_some()
-            && let Some(pod) = doc.pod_spec_path()
-            && let Some((_, node)) = doc.root.lookup(&key(&pod, "restartPolicy"))
-            && let Some(policy) = text(node)
-            && policy == "OnFailure"
+        pod_failure_policy_never_restarts(&mut report, doc, spec);
+    }
+}
+
+/// The counts and durations of a Job spec are not negative.
+fn counts_not_negative(report: &mut Report, path: &[Step], spec: &Node) {
+    for field in [
+        "parallelism",
+        "completions",
+        "backoffLimit",
+        "activeDeadlineSeconds",
+        "ttlSecondsAfterFinished",
+        "backoffLimitPerIndex",
+        "maxFailedIndexes",
+    ] {
+        if let Some(node) = spec.get(field)
+            && let Some(n) = int(node)
+            && n < 0
         {
             report.at(
-                key(&pod, "restartPolicy"),
+                key(path, field),
                 node,
-                "a Job with a `podFailurePolicy` must have `restartPolicy: Never` in its pod template".into(),
-                "set `restartPolicy: Never`: the policy judges failed pods, which OnFailure never leaves",
+                format!("`{field}: {n}` must not be negative"),
+                "",
             );
         }
+    }
+}
+
+/// `completionMode`, if set, is `NonIndexed` or `Indexed`; its key and value.
+fn completion_mode<'n>(
+    report: &mut Report,
+    path: &[Step],
+    spec: &'n Node,
+) -> Option<(&'n Node, &'n Node)> {
+    let mode = spec.entry("completionMode");
+    if let Some((_, node)) = mode
+        && let Some(m) = text(node)
+        && m != "Indexed"
+        && m != "NonIndexed"
+    {
+        report.at(
+            key(path, "completionMode"),
+            node,
+            format!("`completionMode: {m}` is not supported: `NonIndexed` or `Indexed`"),
+            "",
+        );
+    }
+    mode
+}
+
+/// An Indexed Job sets `completions`, and has a `parallelism` of at most 100000.
+fn indexed_job(report: &mut Report, path: &[Step], spec: &Node, mode: Option<(&Node, &Node)>) {
+    if spec
+        .get("completions")
+        .is_none_or(|c| matches!(c.value, crate::yaml::Value::Null))
+        && let Some((k, _)) = mode
+    {
+        report.at(
+            key(path, "completionMode"),
+            k,
+            "an Indexed Job must set `completions`: one index per completion".into(),
+            "set `completions` (and `parallelism`) to the number of pods, e.g. the number of nodes",
+        );
+    }
+    if let Some(node) = spec.get("parallelism")
+        && let Some(n) = int(node)
+        && n > MAX_INDEXED_PARALLELISM
+    {
+        report.at(
+            key(path, "parallelism"),
+            node,
+            format!("`parallelism: {n}` is over {MAX_INDEXED_PARALLELISM}, the most an Indexed Job accepts"),
+            "",
+        );
+    }
+}
+
+/// `backoffLimitPerIndex` and `maxFailedIndexes` only in an Indexed Job.
+fn per_index_fields_need_indexed(report: &mut Report, path: &[Step], spec: &Node) {
+    for field in ["backoffLimitPerIndex", "maxFailedIndexes"] {
+        if let Some((k, _)) = spec.entry(field) {
+            report.at(
+                key(path, field),
+                k,
+                format!("`{field}` needs `completionMode: Indexed`"),
+                "",
+            );
+        }
+    }
+}
+
+/// With a `podFailurePolicy`, the pod template's `restartPolicy` is not `OnFailure`.
+fn pod_failure_policy_never_restarts(report: &mut Report, doc: &Document, spec: &Node) {
+    if spec.get("podFailurePolicy").is_some()
+        && let Some(pod) = doc.pod_spec_path()
+        && let Some((_, node)) = doc.root.lookup(&key(&pod, "restartPolicy"))
+        && let Some(policy) = text(node)
+        && policy == "OnFailure"
+    {
+        report.at(
+            key(&pod, "restartPolicy"),
+            node,
+            "a Job with a `podFailurePolicy` must have `restartPolicy: Never` in its pod template".into(),
+            "set `restartPolicy: Never`: the policy judges failed pods, which OnFailure never leaves",
+        );
     }
 }

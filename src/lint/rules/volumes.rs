@@ -1,6 +1,6 @@
 use crate::lint::api::{DNS1123_LABEL, Report, all_containers, index, items, key, shown, text};
 use crate::lint::{Document, Findings, Rule};
-use crate::yaml::key_text;
+use crate::yaml::{Node, Step, key_text};
 use std::collections::{HashMap, HashSet};
 
 /// Every volume source of a pod's `volumes` entries.
@@ -77,51 +77,8 @@ impl Rule for Volumes {
             .enumerate()
         {
             let at = || index(&key(&pod, "volumes"), i);
-            match volume.get("name") {
-                None => report.at(at(), volume, "a volume has no `name`".into(), ""),
-                Some(node) => {
-                    if let Some(name) = text(node) {
-                        if !crate::kube::names::is_dns1123_label(name) {
-                            report.at(
-                                key(&at(), "name"),
-                                node,
-                                format!(
-                                    "volume name `{}` must be {DNS1123_LABEL}",
-                                    shown(node, 80)
-                                ),
-                                "",
-                            );
-                        } else if declared.insert(name, ()).is_some() {
-                            report.at(
-                                key(&at(), "name"),
-                                node,
-                                format!("volume name `{name}` is used twice in the pod"),
-                                "give each volume its own name",
-                            );
-                        }
-                    }
-                }
-            }
-            let sources: Vec<_> = crate::lint::api::entries(volume)
-                .iter()
-                .filter(|(k, _)| SOURCES.contains(&key_text(k).as_str()))
-                .collect();
-            if let Some((second, _)) = sources.get(1) {
-                let names: Vec<String> = sources
-                    .iter()
-                    .map(|(k, _)| format!("`{}`", key_text(k)))
-                    .collect();
-                report.at(
-                    key(&at(), &key_text(second)),
-                    second,
-                    format!(
-                        "a volume has one source, this one has {}: {}",
-                        sources.len(),
-                        names.join(", ")
-                    ),
-                    "keep one source; mount another volume for the other",
-                );
-            }
+            volume_name(&mut report, &at, volume, &mut declared);
+            one_source(&mut report, &at, volume);
         }
         for (path, container) in all_containers(doc) {
             let mut paths = HashSet::new();
@@ -133,57 +90,134 @@ impl Rule for Volumes {
                 .enumerate()
             {
                 let at = || index(&key(&path.get(), "volumeMounts"), i);
-                if let Some(node) = mount.get("name")
-                    && let Some(name) = text(node)
-                    && !declared.contains_key(name)
-                {
-                    let message = format!(
-                        "the mount names volume `{}`, which the pod does not declare in `volumes`",
-                        shown(node, 80)
-                    );
-                    report.at(
-                        key(&at(), "name"),
-                        node,
-                        message,
-                        "add the volume to `volumes`, or fix the name",
-                    );
-                }
-                match mount.get("mountPath") {
-                    None => report.at(at(), mount, "a volume mount has no `mountPath`".into(), ""),
-                    Some(node) => {
-                        if let Some(p) = text(node) {
-                            if p.is_empty() {
-                                report.at(
-                                    key(&at(), "mountPath"),
-                                    node,
-                                    "`mountPath` is empty".into(),
-                                    "",
-                                );
-                            } else if !paths.insert(p) {
-                                report.at(
-                                    key(&at(), "mountPath"),
-                                    node,
-                                    format!(
-                                        "`{}` is mounted twice in this container",
-                                        shown(node, 80)
-                                    ),
-                                    "mount each path once",
-                                );
-                            }
-                        }
-                    }
-                }
-                if let Some(node) = mount.get("subPath")
-                    && let Some(sub) = text(node)
-                    && (sub.starts_with('/') || sub.split('/').any(|part| part == ".."))
-                {
-                    let message = format!(
-                        "`subPath: {}` must be a relative path that does not go up (`..`)",
-                        shown(node, 80)
-                    );
-                    report.at(key(&at(), "subPath"), node, message, "");
-                }
+                mounted_volume_declared(&mut report, &at, mount, &declared);
+                mount_path(&mut report, &at, mount, &mut paths);
+                sub_path(&mut report, &at, mount);
             }
         }
+    }
+}
+
+/// A volume's name: present, a DNS-1123 label, unique in the pod (and so `declared`).
+fn volume_name<'n>(
+    report: &mut Report,
+    at: &impl Fn() -> Vec<Step>,
+    volume: &'n Node,
+    declared: &mut HashMap<&'n str, ()>,
+) {
+    let Some(node) = volume.get("name") else {
+        report.at(at(), volume, "a volume has no `name`".into(), "");
+        return;
+    };
+    let Some(name) = text(node) else {
+        return;
+    };
+    if !crate::kube::names::is_dns1123_label(name) {
+        report.at(
+            key(&at(), "name"),
+            node,
+            format!("volume name `{}` must be {DNS1123_LABEL}", shown(node, 80)),
+            "",
+        );
+    } else if declared.insert(name, ()).is_some() {
+        report.at(
+            key(&at(), "name"),
+            node,
+            format!("volume name `{name}` is used twice in the pod"),
+            "give each volume its own name",
+        );
+    }
+}
+
+/// At most one source (`emptyDir`, `persistentVolumeClaim`…) in a volume.
+fn one_source(report: &mut Report, at: &impl Fn() -> Vec<Step>, volume: &Node) {
+    let sources: Vec<_> = crate::lint::api::entries(volume)
+        .iter()
+        .filter(|(k, _)| SOURCES.contains(&key_text(k).as_str()))
+        .collect();
+    if let Some((second, _)) = sources.get(1) {
+        let names: Vec<String> = sources
+            .iter()
+            .map(|(k, _)| format!("`{}`", key_text(k)))
+            .collect();
+        report.at(
+            key(&at(), &key_text(second)),
+            second,
+            format!(
+                "a volume has one source, this one has {}: {}",
+                sources.len(),
+                names.join(", ")
+            ),
+            "keep one source; mount another volume for the other",
+        );
+    }
+}
+
+/// A mount names a volume the pod declares.
+fn mounted_volume_declared(
+    report: &mut Report,
+    at: &impl Fn() -> Vec<Step>,
+    mount: &Node,
+    declared: &HashMap<&str, ()>,
+) {
+    if let Some(node) = mount.get("name")
+        && let Some(name) = text(node)
+        && !declared.contains_key(name)
+    {
+        let message = format!(
+            "the mount names volume `{}`, which the pod does not declare in `volumes`",
+            shown(node, 80)
+        );
+        report.at(
+            key(&at(), "name"),
+            node,
+            message,
+            "add the volume to `volumes`, or fix the name",
+        );
+    }
+}
+
+/// A mount's `mountPath`: present, not empty, not mounted twice in the container.
+fn mount_path<'n>(
+    report: &mut Report,
+    at: &impl Fn() -> Vec<Step>,
+    mount: &'n Node,
+    paths: &mut HashSet<&'n str>,
+) {
+    let Some(node) = mount.get("mountPath") else {
+        report.at(at(), mount, "a volume mount has no `mountPath`".into(), "");
+        return;
+    };
+    let Some(p) = text(node) else {
+        return;
+    };
+    if p.is_empty() {
+        report.at(
+            key(&at(), "mountPath"),
+            node,
+            "`mountPath` is empty".into(),
+            "",
+        );
+    } else if !paths.insert(p) {
+        report.at(
+            key(&at(), "mountPath"),
+            node,
+            format!("`{}` is mounted twice in this container", shown(node, 80)),
+            "mount each path once",
+        );
+    }
+}
+
+/// A mount's `subPath`: relative, never going up (`..`).
+fn sub_path(report: &mut Report, at: &impl Fn() -> Vec<Step>, mount: &Node) {
+    if let Some(node) = mount.get("subPath")
+        && let Some(sub) = text(node)
+        && (sub.starts_with('/') || sub.split('/').any(|part| part == ".."))
+    {
+        let message = format!(
+            "`subPath: {}` must be a relative path that does not go up (`..`)",
+            shown(node, 80)
+        );
+        report.at(key(&at(), "subPath"), node, message, "");
     }
 }
