@@ -55,8 +55,8 @@ impl std::fmt::Debug for Catalogue {
     }
 }
 
-/// What a catalogue says about one object.
-pub enum Verdict {
+/// What a catalogue answers about one object.
+pub enum Answer {
     /// Not a kind of these CRDs (nor of their groups).
     Unknown,
     /// A kind of these CRDs whose version declares no schema: not checked.
@@ -185,7 +185,7 @@ impl Catalogue {
     }
 
     /// Check an object against its CRD.
-    pub fn check(&self, doc: &Document) -> Verdict {
+    pub fn check(&self, doc: &Document) -> Answer {
         let group = doc.api_version.rsplit_once('/').map(|(g, _)| g);
         let key = (doc.api_version.to_string(), doc.kind.to_string());
         let Some(kind) = self.index.get(&key).map(|&i| &self.kinds[i]) else {
@@ -199,9 +199,9 @@ impl Catalogue {
                 .map(|k| k.api_version.as_str())
                 .collect();
             if served.is_empty() {
-                return Verdict::Unknown;
+                return Answer::Unknown;
             }
-            return Verdict::Checked(vec![Finding {
+            return Answer::Checked(vec![Finding {
                 message: format!(
                     "{} has apiVersion {}, which its CustomResourceDefinition does not define \
                      (it defines {})",
@@ -215,7 +215,7 @@ impl Catalogue {
             }]);
         };
         let Some(schema) = &kind.schema else {
-            return Verdict::NoSchema(format!(
+            return Answer::NoSchema(format!(
                 "CustomResourceDefinition `{}` declares no schema for {}: its objects are not checked",
                 kind.crd, kind.api_version
             ));
@@ -230,7 +230,7 @@ impl Catalogue {
         let validator = match validator {
             Ok(v) => v,
             Err(why) => {
-                return Verdict::Checked(vec![Finding {
+                return Answer::Checked(vec![Finding {
                     message: format!(
                         "the schema of CustomResourceDefinition `{}` for {} is not valid, so {} \
                          cannot be checked: {why}",
@@ -244,7 +244,7 @@ impl Catalogue {
                 }]);
             }
         };
-        Verdict::Checked(
+        Answer::Checked(
             validator
                 .iter_errors(doc.root)
                 .map(|e| schema_finding(doc, &e))

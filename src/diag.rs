@@ -279,6 +279,20 @@ fn is_escaped(c: char) -> bool {
     (c.is_control() && c != '\t') || matches!(c, '\u{2028}' | '\u{2029}')
 }
 
+/// `text` with its control characters escaped (`\u{1b}`, `\r`...): what the cluster wrote
+/// (a node's name, a pod's message) cannot steer the terminal it is shown on.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A value as written, for messages: shortened to `max` characters, control characters
 /// escaped, and credential-shaped runs masked (a label value may hold a token by mistake).
 /// Masked before it is cut, so that a cut credential is still recognised.

@@ -23,6 +23,7 @@
 //! exception is [`record`], the store of job records, which owns its directory. The
 //! `tao-k8s` binary reads every other file, prints, and owns the exit codes.
 
+pub mod cluster;
 pub mod codes;
 pub mod compile;
 pub mod crd;

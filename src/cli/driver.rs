@@ -9,9 +9,10 @@ use clap::{Args, Subcommand};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use tao_k8s::cluster::objects::{Job, List, Pod};
+use tao_k8s::cluster::status::{self, terminal_reason};
+use tao_k8s::diag::printable;
 use tao_k8s::driver::{credentials, objects};
-use tao_k8s::gate::objects::{Job, List, Pod};
-use tao_k8s::gate::{self, status::terminal_reason};
 use tao_k8s::record::{Owned, Store};
 
 /// The steps of the driver script that decide or build something.
@@ -279,9 +280,9 @@ fn deletes(
 
 /// The lines `job.sh preflight` says about the credentials kubectl uses.
 fn mode(namespace: &str, context: Option<&str>, service_account: Option<&Path>) -> String {
-    use tao_k8s::gate::owners::shown;
+    use tao_k8s::diag::shown;
     let Some(dir) = service_account else {
-        let context = shown(context.unwrap_or_default());
+        let context = shown(context.unwrap_or_default(), 80);
         return format!("tao-k8s: kubeconfig context {context}, namespace {namespace}\n");
     };
     // A namespace name is at most 63 bytes: read a little more, never the whole of what a
@@ -291,7 +292,7 @@ fn mode(namespace: &str, context: Option<&str>, service_account: Option<&Path>) 
     let shown_own = if own.is_empty() {
         "unknown".into()
     } else {
-        shown(own)
+        shown(own, 80)
     };
     let mut out = format!(
         "tao-k8s: in-cluster: the pod's service account (namespace {shown_own}), namespace {namespace}\n"
@@ -386,9 +387,9 @@ pub fn status(args: StatusArgs) -> ExitCode {
         Ok((job, _)) if args.state => emit(&format!("{}\n", job.state())),
         Ok((job, pods)) if args.reason => {
             let reason = terminal_reason(&job, &pods);
-            emit(&reason.map_or(String::new(), |r| gate::printable(&r) + "\n"))
+            emit(&reason.map_or(String::new(), |r| printable(&r) + "\n"))
         }
-        Ok((job, pods)) => emit(&gate::status::text(&job, &pods)),
+        Ok((job, pods)) => emit(&status::text(&job, &pods)),
         Err(message) => {
             eprintln!("error: {message}");
             ExitCode::from(USAGE)

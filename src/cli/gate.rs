@@ -10,8 +10,9 @@ use super::{USAGE, emit, read_source};
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use tao_k8s::cluster::objects;
 use tao_k8s::driver::credentials;
-use tao_k8s::gate::{self, Cluster, Options, Workload, objects};
+use tao_k8s::gate::{self, Cluster, Options, Workload};
 
 /// Decide the driver's gates from the manifest and what kubectl returned.
 #[derive(Args)]

@@ -8,7 +8,7 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::Value;
 use std::process::ExitCode;
-use tao_k8s::gate::{self, objects};
+use tao_k8s::cluster::objects;
 use tao_k8s::record::{NewRecord, Owned, Record, RecordError, State, StorageTier, Store};
 
 const REFUSED: u8 = 1;
@@ -330,21 +330,21 @@ pub(crate) fn job_status(
              created (uid {uid}), which is gone: nothing was touched",
             job.metadata.namespace,
             job.metadata.name,
-            gate::owners::shown(&job.metadata.uid)
+            tao_k8s::diag::shown(&job.metadata.uid, 80)
         );
         return ExitCode::from(1);
     }
     if state {
         return emit(&format!("{}\n", job.state()));
     }
-    let code = emit(&gate::status::text(job, pods));
+    let code = emit(&tao_k8s::cluster::status::text(job, pods));
     let mark = match job.state() {
         "succeeded" => Some((State::Succeeded, None)),
         "failed" => Some((
             State::Failed,
             Some(
-                gate::status::terminal_reason(job, pods)
-                    .map_or_else(|| "the Job failed".into(), |r| gate::printable(&r)),
+                tao_k8s::cluster::status::terminal_reason(job, pods)
+                    .map_or_else(|| "the Job failed".into(), |r| tao_k8s::diag::printable(&r)),
             ),
         )),
         _ => None,

@@ -12,13 +12,13 @@
 //! identical pods that count is exact (a greedy assignment that fills node after node, which
 //! the verdict reports, reaches it).
 
-use super::objects::{
+use crate::cluster::objects::{
     Node, NodeSelectorTerm, Pod, PodSpec, Requirement, Taint, Toleration, UNBOUNDED, amount,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// Quantities by resource name, in thousandths (see [`super::objects::milli`]).
+/// Quantities by resource name, in thousandths (see [`crate::cluster::objects::milli`]).
 pub type Amounts = BTreeMap<String, i128>;
 
 /// The resource of the pod count, allocatable on every node.
@@ -34,7 +34,7 @@ const PODS: &str = "pods";
 /// [`UNBOUNDED`]): such a pod never fits, rather than requesting nothing.
 pub fn pod_requests(spec: &PodSpec) -> Amounts {
     // A limit stands for the request of its resource when there is none (API defaulting).
-    let own = |r: &super::objects::Resources| -> Amounts {
+    let own = |r: &crate::cluster::objects::Resources| -> Amounts {
         r.limits
             .iter()
             .filter(|(k, _)| !r.requests.contains_key(*k))
@@ -42,7 +42,7 @@ pub fn pod_requests(spec: &PodSpec) -> Amounts {
             .map(|(k, v)| (k.clone(), amount(v)))
             .collect()
     };
-    let container = |c: &super::objects::Container| own(&c.resources);
+    let container = |c: &crate::cluster::objects::Container| own(&c.resources);
     let add = |into: &mut Amounts, from: &Amounts| {
         for (k, v) in from {
             let e = into.entry(k.clone()).or_default();
@@ -505,7 +505,7 @@ mod tests {
     #[test]
     fn a_node_listed_twice_is_found() {
         let nodes = [node("1"), node("2")];
-        assert_eq!(super::super::objects::repeated_node(&nodes), Some("n1"));
-        assert_eq!(super::super::objects::repeated_node(&nodes[..1]), None);
+        assert_eq!(crate::cluster::objects::repeated_node(&nodes), Some("n1"));
+        assert_eq!(crate::cluster::objects::repeated_node(&nodes[..1]), None);
     }
 }

@@ -14,12 +14,11 @@
 //!   admits the Job when it fits); never fits (refused, naming the closest node and why).
 
 pub mod fit;
-pub mod objects;
 pub mod owners;
 pub mod runtime;
-pub mod status;
 
-use objects::{Claim, Job, Node, Pod, PodSpec, Version};
+use crate::cluster::objects::{self, Claim, Job, Node, Pod, PodSpec, Version};
+use crate::diag::printable;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -600,20 +599,6 @@ fn closest(judged: &[fit::Judged]) -> Option<&fit::Judged> {
         .min_by_key(|j| (too_small(j), j.misfits.len()))
 }
 
-/// `text` with its control characters escaped (`\u{1b}`, `\r`...): what the cluster wrote
-/// (a node's name, a pod's message) cannot steer the terminal it is shown on.
-pub fn printable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() {
-            out.extend(c.escape_debug());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Whether any verdict refuses.
 pub fn refused(verdicts: &[Verdict]) -> bool {
     verdicts.iter().any(|v| v.outcome == Outcome::Refuse)
@@ -636,8 +621,8 @@ pub fn text(verdicts: &[Verdict]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::objects::{Node, Pod, Taint, Toleration};
     use super::*;
+    use crate::cluster::objects::{Node, Pod, Taint, Toleration};
     use proptest::prelude::*;
     use serde_json::json;
 

@@ -7,6 +7,7 @@
 //! every key the pod needs.
 
 use super::{Outcome, Verdict};
+use crate::diag::shown;
 use crate::driver::objects::RECORD_LABEL;
 use crate::record::{Owned, Record};
 use serde_json::Value;
@@ -51,7 +52,7 @@ impl Existing {
             RECORD_LABEL,
         ] {
             if let Some(v) = labels.and_then(|l| l.get(key)).and_then(Value::as_str) {
-                said.push(format!("label {key}={}", shown(v)));
+                said.push(format!("label {key}={}", shown(v, 80)));
             }
         }
         let mut managers: Vec<String> = self
@@ -60,7 +61,7 @@ impl Existing {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .filter_map(|m| m["manager"].as_str().map(shown))
+            .filter_map(|m| m["manager"].as_str().map(|s| shown(s, 80)))
             .collect();
         managers.sort();
         managers.dedup();
@@ -76,8 +77,8 @@ impl Existing {
             .map(|o| {
                 format!(
                     "{}/{}",
-                    shown(o["kind"].as_str().unwrap_or("?")),
-                    shown(o["name"].as_str().unwrap_or("?"))
+                    shown(o["kind"].as_str().unwrap_or("?"), 80),
+                    shown(o["name"].as_str().unwrap_or("?"), 80)
                 )
             })
             .collect();
@@ -99,16 +100,6 @@ impl Existing {
             .flat_map(|m| m.keys().map(String::as_str))
             .collect()
     }
-}
-
-/// A value from the cluster, shown with its control characters escaped and cut to 80 chars.
-pub fn shown(s: &str) -> String {
-    let cut: String = s.chars().take(80).collect();
-    let mut out = super::printable(&cut);
-    if s.chars().count() > 80 {
-        out.push('…');
-    }
-    out
 }
 
 /// The job record (among `records`) that created the object of this uid, if one did.
@@ -207,7 +198,7 @@ pub fn gate(existing: &[Existing], records: &[Record], ask: &Ask) -> (Verdict, D
                  deletes it; render the request under another metadata.name, or ask its owner",
                 e.label(),
                 e.holder(),
-                shown(&e.uid)
+                shown(&e.uid, 80)
             )),
         }
     }

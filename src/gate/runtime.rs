@@ -2,9 +2,9 @@
 //! driver must be 580 or newer and the container toolkit 1.19.0 or newer. What the labels do
 //! not tell is said as a warning, never assumed.
 
-use super::objects::Node;
-use super::owners::shown;
 use super::{Outcome, Verdict};
+use crate::cluster::objects::Node;
+use crate::diag::shown;
 
 /// The oldest NVIDIA driver branch TAO 6 runs on.
 pub const MIN_DRIVER_MAJOR: u32 = 580;
@@ -34,7 +34,7 @@ pub fn gate(nodes: &[Node]) -> Verdict {
         .collect();
     let (mut old, mut unknown) = (Vec::new(), 0);
     for node in &gpu_nodes {
-        let name = shown(&node.metadata.name);
+        let name = shown(&node.metadata.name, 80);
         let labels = &node.metadata.labels;
         match labels.get(DRIVER_MAJOR).map(|m| m.parse::<u32>()) {
             Some(Ok(major)) if major < MIN_DRIVER_MAJOR => {
@@ -48,7 +48,7 @@ pub fn gate(nodes: &[Node]) -> Verdict {
         match labels.get(TOOLKIT).map(|t| (t, version(t))) {
             Some((t, Some(v))) if v < MIN_TOOLKIT => old.push(format!(
                 "node {name} has NVIDIA container toolkit {}, older than {}.{}.{}",
-                shown(t),
+                shown(t, 80),
                 MIN_TOOLKIT.0,
                 MIN_TOOLKIT.1,
                 MIN_TOOLKIT.2

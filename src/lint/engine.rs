@@ -4,7 +4,7 @@
 
 use super::findings::{Collected, Findings, Reported, note};
 use super::{Document, Group, KubeVersion, Rule, Selection, UNKNOWN_KIND, registry, rules, steps};
-use crate::crd::Verdict;
+use crate::crd::Answer;
 use crate::diag::{Diagnostic, Severity};
 use crate::source::{Source, Span};
 use crate::yaml::{self, Node, Step, Value};
@@ -159,22 +159,22 @@ impl<'s> Pass<'s> {
     fn custom_kind(&mut self, doc: &Document, node: &Node, index: usize) {
         let verdict = match &self.selection.crds {
             Some(crds) => crds.check(doc),
-            None => Verdict::Unknown,
+            None => Answer::Unknown,
         };
         let strict = self.selection.strict_kinds;
         match verdict {
-            Verdict::Checked(findings) => {
+            Answer::Checked(findings) => {
                 let mut found = Findings::new(self.out.room());
                 findings.into_iter().for_each(|f| found.push(f));
                 let meta = &rules::StrictSchema::META;
                 self.out
                     .found(self.source, &self.labels[index], index, meta, found);
             }
-            Verdict::NoSchema(why) => {
+            Answer::NoSchema(why) => {
                 self.out
                     .unknown_kind(self.source, node, index, &why, strict);
             }
-            Verdict::Unknown => {
+            Answer::Unknown => {
                 let why = format!(
                     "kind {}/{} is not a built-in kind of Kubernetes {}: its schema is not checked",
                     doc.api_version, doc.kind, doc.kube_version

@@ -6,6 +6,7 @@
 //! its record ends with.
 
 use super::objects::{ContainerStatus, Job, Pod, StateDetail};
+use crate::diag::printable;
 
 /// The label of an Indexed Job's pods that holds their index.
 const INDEX_LABEL: &str = "batch.kubernetes.io/job-completion-index";
@@ -25,8 +26,8 @@ pub fn text(job: &Job, pods: &[Pod]) -> String {
     let s = &job.status;
     let mut out = format!(
         "{}/{}: {} (active {}, succeeded {}, failed {})\n",
-        super::printable(&job.metadata.namespace),
-        super::printable(&job.metadata.name),
+        printable(&job.metadata.namespace),
+        printable(&job.metadata.name),
         state(job),
         s.active,
         s.succeeded,
@@ -36,7 +37,7 @@ pub fn text(job: &Job, pods: &[Pod]) -> String {
     sorted.sort_by_key(|p| (index(p).unwrap_or(u64::MAX), p.metadata.name.clone()));
     for pod in sorted {
         out.push_str("  ");
-        out.push_str(&super::printable(&pod_line(pod)));
+        out.push_str(&printable(&pod_line(pod)));
         out.push('\n');
     }
     out
