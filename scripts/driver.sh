@@ -376,8 +376,8 @@ probe() {
   forget_since "$keep" probe/deletes
   [ "$passed" = 1 ] ||
     die "the NCCL probe did not complete within ${probe_timeout}s: multi-node training would hang; see its log above." \
-      "Set the cluster's NCCL env in the request's env (NCCL_SOCKET_IFNAME=<the nodes' interface, e.g. eth0>;" \
-      "NCCL_IB_DISABLE=1 without InfiniBand; NCCL_DEBUG=INFO to see why), render the bundle again, and re-probe:" \
+      "Set the cluster's NCCL env in the request's env (NCCL_SOCKET_IFNAME=<the nodes' interface, e.g. eth0>," \
+      "NCCL_IB_DISABLE=1 without InfiniBand, NCCL_DEBUG=INFO to see why), render the bundle again, and re-probe:" \
       "job.sh probe, or job.sh submit --reprobe"
   { mkdir -p "$(dirname "$cache")" && : >"$cache"; } || note "could not remember that the probe passed (in $cache)"
 }

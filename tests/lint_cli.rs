@@ -346,6 +346,26 @@ fn rules_and_explain() {
 }
 
 #[test]
+fn explain_shows_the_request_checks_of_a_code_and_by_name() {
+    let text = String::from_utf8(tao(&["explain", "TK013"]).stdout).unwrap();
+    assert!(text.starts_with("TK013 results-dir\n\n"), "{text}");
+    assert!(
+        text.contains("\nrequest check `results-dir` (TK013):\n\nWhat it checks:"),
+        "{text}"
+    );
+    let out = tao(&["explain", "results-dir"]);
+    assert_eq!(code(&out), Some(0));
+    let by_name = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        by_name.starts_with("request check `results-dir` (TK013):\n\nWhat it checks:"),
+        "{by_name}"
+    );
+    // A code no check reports has none listed.
+    let text = String::from_utf8(tao(&["explain", "TK090"]).stdout).unwrap();
+    assert!(!text.contains("request check"), "{text}");
+}
+
+#[test]
 fn json_is_one_document_also_when_clean_and_text_keeps_stdout_for_findings() {
     let clean = tao(&[
         "lint",

@@ -524,12 +524,37 @@ pub fn explain(code: &str) -> ExitCode {
             ))
         }
         None => match tao_k8s::codes::find(code) {
-            // The codes of the request, the options, staging and the templates.
-            Some(c) => emit(&format!("{} {}\n\n{}\n", c.code, c.name, c.summary.trim())),
-            None => {
-                eprintln!("error: no rule or code `{code}` (see `tao-k8s rules`)");
-                ExitCode::from(USAGE)
+            // The codes of the request, the options, staging and the templates, with the
+            // request checks that report them.
+            Some(c) => {
+                let mut text = format!("{} {}\n\n{}\n", c.code, c.name, c.summary.trim());
+                for check in tao_k8s::request::CHECKS
+                    .iter()
+                    .filter(|k| k.codes.contains(&c.code))
+                {
+                    text.push_str(&check_text(check));
+                }
+                emit(&text)
             }
+            None => match tao_k8s::request::CHECKS.iter().find(|k| k.name == code) {
+                Some(check) => emit(check_text(check).trim_start()),
+                None => {
+                    eprintln!(
+                        "error: no rule, code or request check `{code}` (see `tao-k8s rules`)"
+                    );
+                    ExitCode::from(USAGE)
+                }
+            },
         },
     }
+}
+
+/// A request check, for `explain`: its name, its codes and what it checks.
+fn check_text(check: &tao_k8s::request::Check) -> String {
+    format!(
+        "\nrequest check `{}` ({}):\n\n{}\n",
+        check.name,
+        check.codes.join(", "),
+        check.explain.trim()
+    )
 }
