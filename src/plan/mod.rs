@@ -729,6 +729,19 @@ fn namespace(loaded: &Loaded, opts: &Options) -> Result<String, Diagnostic> {
     }
 }
 
+/// A request for the plan's unit tests: the example's fields with `spec` lines added.
+#[cfg(test)]
+pub(crate) fn test_request(spec: &str) -> Source_ {
+    Source_::new(
+        "t.yaml",
+        format!(
+            "apiVersion: tao-k8s/v1\nkind: ActionRequest\nmetadata: {{name: t}}\nspec:\n  \
+             image: nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt\n  networkArch: dino\n  \
+             action: train\n  resultsDir: /results/run\n{spec}"
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

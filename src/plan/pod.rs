@@ -572,12 +572,7 @@ mod tests {
 
     /// The Plan of a request: the example's spec with `spec` lines replaced or added.
     fn plan(spec: &str) -> Plan {
-        let text = format!(
-            "apiVersion: tao-k8s/v1\nkind: ActionRequest\nmetadata: {{name: t}}\nspec:\n  \
-             image: nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt\n  networkArch: dino\n  \
-             action: train\n  resultsDir: /results/run\n{spec}"
-        );
-        let source = crate::source::Source::new("t.yaml", text);
+        let source = crate::plan::test_request(spec);
         let loaded = crate::request::load(&source).unwrap();
         let (staging, diags) = crate::staging::stage(&loaded.request, &loaded.tree);
         assert!(diags.is_empty(), "{diags:?}");

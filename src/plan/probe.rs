@@ -85,15 +85,12 @@ mod tests {
     use super::*;
 
     fn request(env: &str) -> ActionRequest {
-        let text = format!(
-            "apiVersion: tao-k8s/v1\nkind: ActionRequest\nmetadata: {{name: t}}\nspec:\n  \
-             image: nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt\n  networkArch: dino\n  \
-             action: train\n  resultsDir: /results/run\n  command: {{args: [dino, train]}}\n  \
+        let source = crate::plan::test_request(&format!(
+            "  command: {{args: [dino, train]}}\n  \
              resources: {{gpusPerNode: 8, nodes: 2, memory: 64Gi}}\n  \
              storage: {{mounts: [{{name: r, persistentVolumeClaim: r, mountPath: /results}}]}}\n  \
              env: {env}\n"
-        );
-        let source = crate::source::Source::new("t.yaml", text);
+        ));
         crate::request::load(&source).unwrap().request
     }
 
