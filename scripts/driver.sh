@@ -244,6 +244,12 @@ gates() {
   fi
   if [ "${#claims[@]}" -gt 0 ]; then
     quiet k get pvc -o json >"$dir/pvcs.json" || die "cannot list the PersistentVolumeClaims of namespace $ns"
+    # A Pending claim may be of a class that binds only when a pod uses it (kind's default,
+    # and EKS's and GKE's usual one): the claims gate needs the classes to tell.
+    if grep -q '"Pending"' "$dir/pvcs.json" && ! quiet k get storageclass -o json >"$dir/storageclasses.json"; then
+      rm -f "$dir/storageclasses.json"
+      note "cannot list the StorageClasses: a Pending claim is refused even if it binds at first use"
+    fi
   fi
   quiet k get job "$job" -o json --ignore-not-found >"$dir/job.json" || die "cannot look for an existing Job $job"
   [ -s "$dir/job.json" ] || rm -f "$dir/job.json"

@@ -991,6 +991,24 @@ fn a_pending_pvc_is_refused() {
     );
 }
 
+/// A Pending claim of a class that binds at first use (WaitForFirstConsumer, the default on
+/// EKS, GKE and kind) binds when the pod is scheduled: the submit goes on.
+#[test]
+fn a_pending_pvc_of_a_class_that_binds_at_first_use_passes() {
+    let s = Sandbox::new("fixtures/requests/valid/args-mode.yaml");
+    let run = s.run("pvc-first-use", &[], &["submit"]);
+    run.assert_code(0);
+    run.assert_stderr(
+        "tao-k8s: gate claims: pass: tao-results (StorageClass gp3) Pending until the pod is \
+         scheduled: the class binds WaitForFirstConsumer",
+    );
+    assert!(
+        run.lines()
+            .contains(&"get storageclass -o json".to_string())
+    );
+    assert_eq!(s.record_ids().len(), 1);
+}
+
 #[test]
 fn an_old_gpu_driver_is_refused_unless_the_check_is_skipped() {
     let s = Sandbox::new("fixtures/requests/valid/uuid-name.yaml");

@@ -1,7 +1,8 @@
 //! `tao-k8s gate MANIFEST --cluster DIR`: the driver's gates on what it gathered from the
 //! cluster (see `tao_k8s::gate`). DIR holds `nodes.json` (`kubectl get nodes -o json`), and
 //! when gathered `pods.json` (the non-terminated pods of all namespaces), `version.json`
-//! (`kubectl get --raw /version`), `pvcs.json` (the namespace's claims) and `job.json` (the
+//! (`kubectl get --raw /version`), `pvcs.json` (the namespace's claims), `storageclasses.json`
+//! (`kubectl get storageclass -o json`) and `job.json` (the
 //! Job of the manifest's name, when it exists). Exit codes: 0 every gate passes (warnings
 //! included), 1 a gate refuses, 2 usage or a file that cannot be read.
 
@@ -23,7 +24,7 @@ use tao_k8s::gate::{self, Cluster, Options, Workload};
   tao-k8s gate bundle/manifest.yaml --cluster cluster/
 
 DIR holds nodes.json, and when gathered pods.json, version.json, pvcs.json (the claims of the
-namespace), job.json (the Job of the manifest's name, if it exists) and objects.json (the
+namespace), storageclasses.json (a Pending claim of a WaitForFirstConsumer class passes), job.json (the Job of the manifest's name, if it exists) and objects.json (the
 objects of the bundle's names that exist, as `tao-k8s driver observe` prints them). Without
 pods.json free capacity is not checked. An object is yours when its uid is listed in one of
 your job records ($TAO_K8S_STATE_DIR). One verdict per gate: job, owners, credentials,
@@ -129,6 +130,11 @@ fn decide(args: &GateArgs) -> Result<(Vec<gate::Verdict>, bool), String> {
         pods: cluster_json::<objects::List<objects::Pod>>(dir, "pods.json")?.map(|l| l.items),
         version: cluster_json(dir, "version.json")?,
         claims: cluster_json::<objects::List<objects::Claim>>(dir, "pvcs.json")?.map(|l| l.items),
+        storage_classes: cluster_json::<objects::List<objects::StorageClass>>(
+            dir,
+            "storageclasses.json",
+        )?
+        .map(|l| l.items),
         job: cluster_json(dir, "job.json")?,
         existing: existing(dir)?,
     };

@@ -181,7 +181,47 @@ pub struct StateDetail {
 #[serde(default)]
 pub struct Claim {
     pub metadata: Meta,
+    pub spec: ClaimSpec,
     pub status: ClaimStatus,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ClaimSpec {
+    /// Empty: the class the API server assigns by default.
+    pub storage_class_name: String,
+}
+
+/// A StorageClass: when it binds the claims of its class.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct StorageClass {
+    pub metadata: ClassMeta,
+    /// `Immediate` (the default) or `WaitForFirstConsumer`: a claim of the class stays
+    /// Pending until a pod that uses it is scheduled.
+    pub volume_binding_mode: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ClassMeta {
+    pub name: String,
+    pub annotations: BTreeMap<String, String>,
+}
+
+impl StorageClass {
+    /// Whether it is the cluster's default class.
+    pub fn is_default(&self) -> bool {
+        self.metadata
+            .annotations
+            .get("storageclass.kubernetes.io/is-default-class")
+            .is_some_and(|v| v == "true")
+    }
+
+    /// Whether its claims bind only when a pod that uses them is scheduled.
+    pub fn binds_at_first_use(&self) -> bool {
+        self.volume_binding_mode == "WaitForFirstConsumer"
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -17,7 +17,7 @@ pub mod fit;
 pub mod owners;
 pub mod runtime;
 
-use crate::cluster::objects::{self, Claim, Job, Node, Pod, PodSpec, Version};
+use crate::cluster::objects::{self, Claim, Job, Node, Pod, PodSpec, StorageClass, Version};
 use crate::diag::printable;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -125,6 +125,8 @@ pub struct Cluster {
     pub version: Option<Version>,
     /// The claims of the namespace; `None` when not listed.
     pub claims: Option<Vec<Claim>>,
+    /// The StorageClasses, listed when a claim is Pending; `None` when not listed.
+    pub storage_classes: Option<Vec<StorageClass>>,
     /// The Job of the manifest's name, when it exists.
     pub job: Option<Job>,
     /// The objects of the names the bundle derives that exist (the Job among them).
@@ -384,12 +386,17 @@ fn claims_gate(work: &Workload, cluster: &Cluster) -> Verdict {
         );
     };
     let mut problems = Vec::new();
+    let mut at_first_use = Vec::new();
     for name in &work.claims {
         match listed.iter().find(|c| &c.metadata.name == name) {
             None => problems.push(format!(
                 "PersistentVolumeClaim {name} does not exist in namespace {}",
                 work.namespace
             )),
+            Some(c) if c.status.phase == "Pending" && binding_class(c, cluster).is_some() => {
+                let class = binding_class(c, cluster).unwrap_or_default();
+                at_first_use.push(format!("{name} (StorageClass {class})"));
+            }
             Some(c) if c.status.phase != "Bound" => {
                 let phase = if c.status.phase.is_empty() {
                     "without a phase"
@@ -403,15 +410,39 @@ fn claims_gate(work: &Workload, cluster: &Cluster) -> Verdict {
             Some(_) => {}
         }
     }
-    if problems.is_empty() {
-        Verdict::new(
+    if !problems.is_empty() {
+        return Verdict::new("claims", Outcome::Refuse, problems.join("; "));
+    }
+    if at_first_use.is_empty() {
+        return Verdict::new(
             "claims",
             Outcome::Pass,
             format!("{} Bound", work.claims.join(", ")),
-        )
-    } else {
-        Verdict::new("claims", Outcome::Refuse, problems.join("; "))
+        );
     }
+    Verdict::new(
+        "claims",
+        Outcome::Pass,
+        format!(
+            "{} Pending until the pod is scheduled: the class binds WaitForFirstConsumer",
+            at_first_use.join(", ")
+        ),
+    )
+}
+
+/// The StorageClass of a claim when it binds only at first use (`WaitForFirstConsumer`): the
+/// claim's own class, or the cluster's default for a claim that names none.
+fn binding_class<'c>(claim: &Claim, cluster: &'c Cluster) -> Option<&'c str> {
+    let classes: &[StorageClass] = cluster.storage_classes.as_deref()?;
+    let wanted = &claim.spec.storage_class_name;
+    classes
+        .iter()
+        .find(|s| match wanted.is_empty() {
+            true => s.is_default(),
+            false => s.metadata.name == *wanted,
+        })
+        .filter(|s| s.binds_at_first_use())
+        .map(|s| s.metadata.name.as_str())
 }
 
 fn fit_gate(work: &Workload, cluster: &Cluster, opts: &Options) -> Verdict {
@@ -624,7 +655,7 @@ mod tests {
     use super::*;
     use crate::cluster::objects::{Node, Pod, Taint, Toleration};
     use proptest::prelude::*;
-    use serde_json::json;
+    use serde_json::{Value as Json, json};
 
     fn node(name: &str, gpus: u32, taints: Value, labels: Value) -> Node {
         serde_json::from_value(json!({
@@ -678,6 +709,7 @@ mod tests {
                 )
                 .unwrap(),
             ),
+            storage_classes: None,
             job: None,
             existing: Vec::new(),
         }
@@ -1069,6 +1101,64 @@ mod tests {
             &Options::default(),
         );
         assert_eq!(v[3].outcome, Outcome::Pass);
+    }
+
+    #[test]
+    fn a_pending_claim_passes_only_when_its_class_binds_at_first_use() {
+        let claims_verdict = |claim: Json, classes: Option<Json>| {
+            let mut c = cluster(vec![node("gpu-1", 8, gpu_taint(), json!({}))], vec![]);
+            c.claims = Some(serde_json::from_value(json!([claim])).unwrap());
+            c.storage_classes = classes.map(|v| serde_json::from_value(v).unwrap());
+            let (v, _) = gates(
+                &workload(1, 4, json!({}), json!({})),
+                &c,
+                &Options::default(),
+            );
+            let claims = v.into_iter().find(|v| v.gate == "claims").unwrap();
+            (claims.outcome, claims.message)
+        };
+        let pending = |class: &str| {
+            json!({"metadata": {"name": "tao-results"}, "spec": {"storageClassName": class},
+                   "status": {"phase": "Pending"}})
+        };
+        let classes = json!([
+            {"metadata": {"name": "gp3", "annotations":
+                {"storageclass.kubernetes.io/is-default-class": "true"}},
+             "volumeBindingMode": "WaitForFirstConsumer"},
+            {"metadata": {"name": "fast"}, "volumeBindingMode": "Immediate"},
+            {"metadata": {"name": "plain"}}
+        ]);
+        assert_eq!(
+            claims_verdict(pending("gp3"), Some(classes.clone())),
+            (
+                Outcome::Pass,
+                "tao-results (StorageClass gp3) Pending until the pod is scheduled: the class \
+                 binds WaitForFirstConsumer"
+                    .into()
+            )
+        );
+        // No class named: the default one decides.
+        assert_eq!(
+            claims_verdict(pending(""), Some(classes.clone())).0,
+            Outcome::Pass
+        );
+        // A class that binds at once, or with no mode (Immediate), leaves Pending a refusal.
+        for class in ["fast", "plain", "missing"] {
+            assert_eq!(
+                claims_verdict(pending(class), Some(classes.clone())),
+                (
+                    Outcome::Refuse,
+                    "PersistentVolumeClaim tao-results is Pending, not Bound".into()
+                ),
+                "{class}"
+            );
+        }
+        // Classes not listed: refused as before.
+        assert_eq!(claims_verdict(pending("gp3"), None).0, Outcome::Refuse);
+        // Lost is never rescued by the class.
+        let lost = json!({"metadata": {"name": "tao-results"}, "spec": {"storageClassName": "gp3"},
+                          "status": {"phase": "Lost"}});
+        assert_eq!(claims_verdict(lost, Some(classes)).0, Outcome::Refuse);
     }
 
     /// Clusters of up to five nodes, each with a GPU count, GPUs in use, a taint or not and a
