@@ -5,13 +5,8 @@
 mod common;
 
 use std::path::Path;
-use std::time::Duration;
 
-use common::{ROOT, Run};
-
-/// A hang guard, not a speed goal: each case takes milliseconds; one that blocks on a FIFO
-/// would wait forever.
-const HANG_GUARD: Duration = Duration::from_secs(60);
+use common::{HANG_GUARD, ROOT, Run};
 
 fn tao(dir: &Path, args: &[&str], stdin: &str) -> Run {
     common::user()

@@ -14,13 +14,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{BIN, ROOT};
+use common::{BIN, HANG_GUARD, ROOT};
 
 const EXAMPLE: &str = "examples/dino-train.yaml";
 const MAX_RSS_KIB: i64 = 256 * 1024;
-/// A hang guard, not a speed goal: the slowest case takes about 2.5 s of CPU on a loaded
-/// 2-core machine in the test profile.
-const HANG_GUARD: Duration = Duration::from_secs(60);
 
 /// What to feed the child on stdin.
 enum Input<'a> {
@@ -429,10 +426,6 @@ fn a_pod_with_two_hundred_thousand_inline_passwords_stays_inside_the_memory_boun
             "{format}: peak RSS {} KiB",
             run.max_rss_kib
         );
-        assert!(
-            run.cpu < Duration::from_secs(60),
-            "hang guard: {:?}",
-            run.cpu
-        );
+        assert!(run.cpu < HANG_GUARD, "hang guard: {:?}", run.cpu);
     }
 }

@@ -15,6 +15,11 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_tao-k8s");
 /// The repository: examples and fixtures are named relative to it.
 pub const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
+/// The one bound on time a test may have: a hang guard, not a speed goal, far above what the
+/// slowest case takes on a loaded 2-core machine (about 2.5 s of CPU). Speed is measured in
+/// `bench/`.
+pub const HANG_GUARD: Duration = Duration::from_secs(60);
+
 /// The bare binary: the test's working directory and environment, stdin an empty pipe.
 pub fn tao() -> Tao {
     Tao::new()
