@@ -429,3 +429,51 @@ fn a_pod_with_two_hundred_thousand_inline_passwords_stays_inside_the_memory_boun
         assert!(run.cpu < HANG_GUARD, "hang guard: {:?}", run.cpu);
     }
 }
+
+/// `gate` on the pods of a large cluster (200,000 running pods, 34 MB of what kubectl returns)
+/// counts each pod where it runs as it reads it: every one is counted (the node's 200,000 pod
+/// slots are full), and the pods are never held (the list alone took over 256 MiB when it was).
+#[test]
+fn gate_counts_a_large_cluster_s_pods_without_holding_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let render = run(&["render", EXAMPLE], Input::None);
+    assert_eq!(render.code, Some(0), "{}", render.stderr);
+    let manifest = file(dir.path(), "manifest.yaml", &render.stdout);
+    let cluster = dir.path().join("cluster");
+    std::fs::create_dir(&cluster).unwrap();
+    file(
+        &cluster,
+        "nodes.json",
+        r#"{"items": [{"metadata": {"name": "gpu-0"}, "status": {"allocatable": {"cpu": "100000",
+            "memory": "1000Ti", "nvidia.com/gpu": "8", "pods": "200000"},
+            "conditions": [{"type": "Ready", "status": "True"}]}}]}"#,
+    );
+    let mut pods = String::from(r#"{"apiVersion": "v1", "kind": "List", "items": ["#);
+    for i in 0..200_000 {
+        if i > 0 {
+            pods.push(',');
+        }
+        pods += &format!(
+            r#"{{"metadata":{{"name":"p{i}","namespace":"team"}},"spec":{{"nodeName":"gpu-0","containers":[{{"name":"c","resources":{{"requests":{{"cpu":"100m","memory":"1Gi"}}}}}}]}},"status":{{"phase":"Running"}}}}"#
+        );
+    }
+    pods += "]}";
+    assert!(pods.len() > 30 << 20);
+    file(&cluster, "pods.json", pods);
+    let run = run(
+        &[
+            "gate",
+            &manifest,
+            "--cluster",
+            &cluster.display().to_string(),
+        ],
+        Input::None,
+    );
+    assert!(
+        run.stdout.contains("room for 0 of 1 pod now") && run.stdout.contains("gpu-0: 0 pods free"),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+    run.bounded();
+}

@@ -127,7 +127,7 @@ fn decide(args: &GateArgs) -> Result<(Vec<gate::Verdict>, bool), String> {
     }
     let cluster = Cluster {
         nodes: nodes.items,
-        pods: cluster_json::<objects::List<objects::Pod>>(dir, "pods.json")?.map(|l| l.items),
+        pods: pods_usage(dir)?,
         version: cluster_json(dir, "version.json")?,
         claims: cluster_json::<objects::List<objects::Claim>>(dir, "pvcs.json")?.map(|l| l.items),
         storage_classes: cluster_json::<objects::List<objects::StorageClass>>(
@@ -165,6 +165,13 @@ fn decide(args: &GateArgs) -> Result<(Vec<gate::Verdict>, bool), String> {
         write_decisions(out, &decision)?;
     }
     Ok((verdicts, refused))
+}
+
+/// DIR/pods.json, counted where each pod runs as it is read: a cluster's pods are never held.
+fn pods_usage(dir: &Path) -> Result<Option<gate::fit::Usage>, String> {
+    let mut usage = gate::fit::Usage::default();
+    let each = objects::EachItem::new(|pod: objects::Pod| usage.add(&pod));
+    Ok(input::cluster_json_seed(dir, "pods.json", each)?.map(|()| usage))
 }
 
 /// DIR/objects.json: the objects of the bundle's names that exist, as `tao-k8s driver

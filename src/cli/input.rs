@@ -199,10 +199,12 @@ pub(crate) fn read_if_present(path: &Path, kind: Kind) -> Result<Option<Source>,
 /// A regular file opened as a capped stream, `None` when there is no such file.
 pub(crate) fn stream_if_present(path: &Path, kind: Kind) -> Result<Option<impl Read>, ReadError> {
     match open(path) {
-        Ok(file) => Ok(Some(Capped::new(
-            std::io::BufReader::new(file),
+        // The buffer is outermost: a JSON reader takes a byte at a time, and a byte from a
+        // `BufReader` is a slice index, where through `Capped` it would be three calls.
+        Ok(file) => Ok(Some(std::io::BufReader::new(Capped::new(
+            file,
             kind.limit(),
-        ))),
+        )))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(cannot_read(path, &e)),
     }
@@ -214,17 +216,28 @@ pub(crate) fn cluster_json<T: serde::de::DeserializeOwned>(
     dir: &Path,
     name: &str,
 ) -> Result<Option<T>, String> {
+    cluster_json_seed(dir, name, std::marker::PhantomData::<T>)
+}
+
+/// [`cluster_json`] read through `seed` (one that folds a list's items as they come, say).
+pub(crate) fn cluster_json_seed<S, V>(dir: &Path, name: &str, seed: S) -> Result<Option<V>, String>
+where
+    S: for<'de> serde::de::DeserializeSeed<'de, Value = V>,
+{
     let path = dir.join(name);
     let Some(stream) =
         stream_if_present(&path, Kind::Cluster).map_err(|e| e.message().to_string())?
     else {
         return Ok(None);
     };
+    let refused =
+        |e: &dyn std::fmt::Display| format!("{}: not what kubectl returns: {e}", path.display());
     let mut de = serde_json::Deserializer::from_reader(stream);
-    let value = serde_path_to_error::deserialize(&mut de)
-        .map_err(|e| format!("{}: not what kubectl returns: {e}", path.display()))?;
-    de.end()
-        .map_err(|e| format!("{}: not what kubectl returns: {e}", path.display()))?;
+    let mut track = serde_path_to_error::Track::new();
+    let value = seed
+        .deserialize(serde_path_to_error::Deserializer::new(&mut de, &mut track))
+        .map_err(|e| refused(&serde_path_to_error::Error::new(track.path(), e)))?;
+    de.end().map_err(|e| refused(&e))?;
     Ok(Some(value))
 }
 

@@ -4,6 +4,7 @@
 //! Quantities arrive as strings (`"500m"`) from kubectl and may be numbers in a YAML manifest.
 
 use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -12,6 +13,75 @@ use std::collections::BTreeMap;
 #[serde(default)]
 pub struct List<T> {
     pub items: Vec<T>,
+}
+
+/// A `kind: List` whose items are handed to a function one at a time, as they are read: a
+/// list of any size is never held whole (`kubectl get pods -A` of a large cluster, say).
+pub struct EachItem<T, F> {
+    each: F,
+    item: std::marker::PhantomData<fn(T)>,
+}
+
+impl<T, F> EachItem<T, F> {
+    pub fn new(each: F) -> EachItem<T, F> {
+        EachItem {
+            each,
+            item: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>, F: FnMut(T)> DeserializeSeed<'de> for EachItem<T, F> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_map(self)
+    }
+}
+
+impl<'de, T: Deserialize<'de>, F: FnMut(T)> Visitor<'de> for EachItem<T, F> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of objects (an object with `items`)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "items" {
+                map.next_value_seed(Items(&mut self))?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `items` of an [`EachItem`].
+struct Items<'a, T, F>(&'a mut EachItem<T, F>);
+
+impl<'de, T: Deserialize<'de>, F: FnMut(T)> DeserializeSeed<'de> for Items<'_, T, F> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_seq(self)
+    }
+}
+
+impl<'de, T: Deserialize<'de>, F: FnMut(T)> Visitor<'de> for Items<'_, T, F> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a sequence of objects")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(item) = seq.next_element::<T>()? {
+            (self.0.each)(item);
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -190,23 +190,45 @@ pub struct Judged {
     pub short: Option<(String, i128, i128)>,
 }
 
-/// Judge every node for the pod `spec` whose requests are `requests`; `pods` are the
-/// non-terminated pods of the cluster (their `spec.nodeName` says where they run).
-pub fn judge(spec: &PodSpec, requests: &Amounts, nodes: &[Node], pods: &[Pod]) -> Vec<Judged> {
-    let mut used: BTreeMap<&str, Amounts> = BTreeMap::new();
-    for pod in pods {
+/// What the non-terminated pods of a cluster request on each node (their `spec.nodeName`
+/// says where they run), the pod count among it: taken one pod at a time, so that the pods of
+/// a large cluster are never held.
+#[derive(Debug, Clone, Default)]
+pub struct Usage(BTreeMap<String, Amounts>);
+
+impl Usage {
+    pub fn of<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> Usage {
+        let mut usage = Usage::default();
+        for pod in pods {
+            usage.add(pod);
+        }
+        usage
+    }
+
+    /// Count `pod` where it runs; one not bound to a node, or ended, holds nothing.
+    pub fn add(&mut self, pod: &Pod) {
         if pod.spec.node_name.is_empty()
             || matches!(pod.status.phase.as_str(), "Succeeded" | "Failed")
         {
-            continue;
+            return;
         }
-        let on = used.entry(pod.spec.node_name.as_str()).or_default();
+        let on = match self.0.get_mut(&pod.spec.node_name) {
+            Some(on) => on,
+            None => self.0.entry(pod.spec.node_name.clone()).or_default(),
+        };
         for (k, v) in pod_requests(&pod.spec) {
             let e = on.entry(k).or_default();
             *e = e.saturating_add(v);
         }
-        *on.entry(PODS.into()).or_default() += 1000;
+        let count = on.entry(PODS.into()).or_default();
+        *count = count.saturating_add(1000);
     }
+}
+
+/// Judge every node for the pod `spec` whose requests are `requests`, against what the pods
+/// running there use.
+pub fn judge(spec: &PodSpec, requests: &Amounts, nodes: &[Node], used: &Usage) -> Vec<Judged> {
+    let used = &used.0;
     nodes
         .iter()
         .map(|node| {
@@ -456,7 +478,7 @@ mod tests {
         let spec = cpu_pod("1e40");
         let requests = pod_requests(&spec);
         assert_eq!(requests["cpu"], UNBOUNDED);
-        let judged = judge(&spec, &requests, &[node("64")], &[]);
+        let judged = judge(&spec, &requests, &[node("64")], &Usage::default());
         assert_eq!((judged[0].idle, judged[0].now), (0, 0));
         let misfit = judged[0].misfits[0].to_string();
         assert!(misfit.contains("out-of-range quantity"), "{misfit}");
@@ -471,7 +493,12 @@ mod tests {
         let huge = json!({"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1e35"}}}]});
         let pods = [pod(huge.clone()), pod(huge)];
         let spec = cpu_pod("1");
-        let judged = judge(&spec, &pod_requests(&spec), &[node("1e36")], &pods);
+        let judged = judge(
+            &spec,
+            &pod_requests(&spec),
+            &[node("1e36")],
+            &Usage::of(&pods),
+        );
         assert_eq!(judged[0].now, 0);
         assert!(judged[0].idle > 0);
     }
@@ -489,7 +516,12 @@ mod tests {
         assert_eq!(r["cpu"], 30_000);
         assert_eq!(r["memory"], (1 << 30) * 1000);
         let spec = cpu_pod("8");
-        let judged = judge(&spec, &pod_requests(&spec), &[node("32")], &[running]);
+        let judged = judge(
+            &spec,
+            &pod_requests(&spec),
+            &[node("32")],
+            &Usage::of([&running]),
+        );
         assert_eq!((judged[0].idle, judged[0].now), (4, 0));
         // Pod-level limits alone stand for requests; only cpu and memory are pod-level.
         let limits: PodSpec = serde_json::from_value(json!({

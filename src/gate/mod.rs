@@ -17,7 +17,7 @@ pub mod fit;
 pub mod owners;
 pub mod runtime;
 
-use crate::cluster::objects::{self, Claim, Job, Node, Pod, PodSpec, StorageClass, Version};
+use crate::cluster::objects::{self, Claim, Job, Node, PodSpec, StorageClass, Version};
 use crate::diag::printable;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -120,8 +120,9 @@ impl Workload {
 #[derive(Debug, Clone, Default)]
 pub struct Cluster {
     pub nodes: Vec<Node>,
-    /// The non-terminated pods of every namespace; `None` when they could not be listed.
-    pub pods: Option<Vec<Pod>>,
+    /// What the non-terminated pods of every namespace use; `None` when they could not be
+    /// listed.
+    pub pods: Option<fit::Usage>,
     pub version: Option<Version>,
     /// The claims of the namespace; `None` when not listed.
     pub claims: Option<Vec<Claim>>,
@@ -447,9 +448,9 @@ fn binding_class<'c>(claim: &Claim, cluster: &'c Cluster) -> Option<&'c str> {
 
 fn fit_gate(work: &Workload, cluster: &Cluster, opts: &Options) -> Verdict {
     let requests = fit::pod_requests(&work.template);
-    let idle_only = Vec::new();
-    let pods = cluster.pods.as_ref().unwrap_or(&idle_only);
-    let judged = fit::judge(&work.template, &requests, &cluster.nodes, pods);
+    let idle_only = fit::Usage::default();
+    let used = cluster.pods.as_ref().unwrap_or(&idle_only);
+    let judged = fit::judge(&work.template, &requests, &cluster.nodes, used);
     let wanted = work.pods;
     let asks: Vec<String> = requests
         .iter()
@@ -701,7 +702,7 @@ mod tests {
     fn cluster(nodes: Vec<Node>, pods: Vec<Pod>) -> Cluster {
         Cluster {
             nodes,
-            pods: Some(pods),
+            pods: Some(fit::Usage::of(&pods)),
             version: Some(serde_json::from_value(json!({"major": "1", "minor": "30+"})).unwrap()),
             claims: Some(
                 serde_json::from_value(
