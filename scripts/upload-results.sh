@@ -27,6 +27,9 @@
 #   TAO_K8S_PROC                main-exit: the process table (default /proc)
 #   TAO_K8S_POLL_SECONDS        optional: how often to look (default 5)
 set -u
+# First of all: a SIGTERM that comes early still leads to the upload.
+stop=
+trap 'stop=1' TERM INT
 on="${TAO_K8S_UPLOAD_ON:-}"
 results_dir="${TAO_K8S_RESULTS_DIR:-}"
 uri="${TAO_K8S_RESULTS_URI:-}"
@@ -79,8 +82,6 @@ else
   dest=
 fi
 
-stop=
-trap 'stop=1' TERM INT
 # Sleeps one poll; a trapped signal ends `wait` at once, and the sleep with it.
 nap() {
   sleep "$poll" &
