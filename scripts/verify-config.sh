@@ -1,17 +1,14 @@
 # tao-k8s: run in an initContainer of every pod, with the Job's own image, before the action.
 # The action's spec file is staged in a ConfigMap together with its sha256; this checks that
-# what the pod sees is what was staged, and optionally makes a writable copy of it (TAO writes
-# next to its spec). Inputs arrive through the environment only:
+# what the pod sees is what was staged. The action reads that same read-only mount, on every
+# rank of a multi-node Job. Inputs arrive through the environment only:
 #   TAO_K8S_CONFIG_SRC      path of the staged spec file (a read-only ConfigMap mount)
 #   TAO_K8S_CONFIG_SHA256   its expected sha256, lowercase hex
-#   TAO_K8S_CONFIG_COPY     optional: path of a writable copy to make after the check; its
-#                           directory is created when missing, and the copy is checked too
 # Uses sha256sum when the image has it, else python3's hashlib. Exits 1 with a tao-k8s message
 # on any mismatch or missing input.
 set -u
 src="${TAO_K8S_CONFIG_SRC:-}"
 want="${TAO_K8S_CONFIG_SHA256:-}"
-copy="${TAO_K8S_CONFIG_COPY:-}"
 
 if [ -z "$src" ] || [ -z "$want" ]; then
   echo "tao-k8s: TAO_K8S_CONFIG_SRC and TAO_K8S_CONFIG_SHA256 must both be set to check the config spec" >&2
@@ -63,23 +60,4 @@ if [ "$got" != "$want" ]; then
   exit 1
 fi
 
-if [ -z "$copy" ]; then
-  echo "tao-k8s: config spec verified (sha256 $want)"
-  exit 0
-fi
-
-case "$copy" in
-  */*) copy_dir="${copy%/*}" ;;
-  *) copy_dir=. ;;
-esac
-# An emptyDir outlives a restarted initContainer, and an earlier copy may be read-only.
-if ! mkdir -p "${copy_dir:-/}" || ! rm -f "$copy" || ! cp "$src" "$copy" || ! chmod u+w "$copy"; then
-  echo "tao-k8s: could not make a writable copy of the config spec $src at $copy" >&2
-  exit 1
-fi
-copied=$(digest "$copy")
-if [ "$copied" != "$want" ]; then
-  echo "tao-k8s: the copy $copy of the config spec $src has sha256 $copied, expected $want" >&2
-  exit 1
-fi
-echo "tao-k8s: config spec verified (sha256 $want), writable copy at $copy"
+echo "tao-k8s: config spec verified (sha256 $want)"

@@ -136,3 +136,64 @@ fn a_custom_resource_is_a_note_in_every_version() {
         "{stdout}"
     );
 }
+
+/// Tier C: the uploader is a native sidecar where the target version runs them by default
+/// (1.29 on), else a regular container of a pod that shares its process namespace; the action
+/// runs its own argv either way, and every version's strict check passes (render verifies).
+#[test]
+fn the_tier_c_uploader_is_a_native_sidecar_from_1_29_and_watches_processes_on_1_28() {
+    for fixture in ["tier-c.yaml", "tier-c-4-nodes.yaml"] {
+        let path = format!("fixtures/requests/valid/{fixture}");
+        for minor in 28..=37 {
+            let version = format!("1.{minor}");
+            let out = common::user()
+                .args(["render", "-o", "json", "--kube-version", &version, &path])
+                .run_lossy();
+            assert_eq!(out.code, Some(0), "{fixture} {version}: {}", out.stderr);
+            let list: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+            let objects = match list["items"].as_array() {
+                Some(items) => items.clone(),
+                None => vec![list.clone()],
+            };
+            let job = objects.iter().find(|o| o["kind"] == "Job").unwrap();
+            let pod = &job["spec"]["template"]["spec"];
+            let names = |key: &str| -> Vec<String> {
+                pod[key]
+                    .as_array()
+                    .map(|cs| {
+                        cs.iter()
+                            .map(|c| c["name"].as_str().unwrap().to_string())
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let (init, containers) = (names("initContainers"), names("containers"));
+            let main = &pod["containers"][0];
+            assert_eq!(main["name"], "tao");
+            assert!(
+                main["command"][0] != "/bin/sh",
+                "{fixture} {version}: the action's argv, no shell: {main}"
+            );
+            assert_eq!(pod["terminationGracePeriodSeconds"], 240);
+            if minor >= 29 {
+                assert_eq!(init.last().unwrap(), "upload-results", "{version}");
+                assert!(init[0].starts_with("fetch-"), "{version}: {init:?}");
+                let upload = pod["initContainers"].as_array().unwrap().last().unwrap();
+                assert_eq!(upload["restartPolicy"], "Always", "{version}");
+                assert_eq!(containers, ["tao"], "{version}");
+                assert!(pod.get("shareProcessNamespace").is_none(), "{version}");
+            } else {
+                assert!(!init.contains(&"upload-results".to_string()), "{init:?}");
+                assert_eq!(containers, ["tao", "upload-results"]);
+                assert_eq!(pod["shareProcessNamespace"], true);
+                assert!(
+                    pod["initContainers"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .all(|c| c.get("restartPolicy").is_none())
+                );
+            }
+        }
+    }
+}

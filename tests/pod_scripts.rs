@@ -1,11 +1,13 @@
 //! The pod-side scripts run for real with `sh`, exactly as they are shipped (comments and blank
 //! lines dropped by `pod_script`), with fakes on PATH: the config check of the initContainer,
-//! the wrapper recording the action's exit code, and the uploader waiting for it.
+//! and the uploader, stopped by SIGTERM as a native sidecar or watching a process table.
 
+use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
@@ -40,18 +42,10 @@ fn executable(path: &Path, text: &str) {
     std::fs::set_permissions(path, PermissionsExt::from_mode(0o755)).unwrap();
 }
 
-/// Writes the exit code the way run-action.sh does: whole, or not at all.
-fn record(status_dir: &Path, code: &str) {
-    let tmp = status_dir.join(".exit-code.test");
-    std::fs::write(&tmp, format!("{code}\n")).unwrap();
-    std::fs::rename(tmp, status_dir.join("exit-code")).unwrap();
-}
-
 #[test]
 fn every_script_parses_as_shipped() {
     for name in [
         "verify-config.sh",
-        "run-action.sh",
         "upload-results.sh",
         "wait-for-rendezvous.sh",
     ] {
@@ -78,15 +72,12 @@ fn staged(dir: &Path) -> PathBuf {
     src
 }
 
-fn verify(src: &Path, want: &str, copy: Option<&Path>) -> Output {
-    let mut cmd = sh("verify-config.sh", &[]);
-    cmd.env("TAO_K8S_CONFIG_SRC", src)
+fn verify(src: &Path, want: &str) -> Output {
+    sh("verify-config.sh", &[])
+        .env("TAO_K8S_CONFIG_SRC", src)
         .env("TAO_K8S_CONFIG_SHA256", want)
-        .env_remove("TAO_K8S_CONFIG_COPY");
-    if let Some(copy) = copy {
-        cmd.env("TAO_K8S_CONFIG_COPY", copy);
-    }
-    cmd.output().unwrap()
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -94,7 +85,7 @@ fn the_config_check_passes_on_the_staged_digest() {
     let dir = tempfile::tempdir().unwrap();
     let src = staged(dir.path());
     let want = sha256(SPEC.as_bytes());
-    let out = verify(&src, &want, None);
+    let out = verify(&src, &want);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
@@ -104,41 +95,29 @@ fn the_config_check_passes_on_the_staged_digest() {
 }
 
 #[test]
-fn the_config_check_makes_a_writable_identical_copy_in_a_new_directory() {
+fn the_config_check_leaves_the_read_only_spec_as_it_is_and_copies_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let src = staged(dir.path());
-    let copy = dir.path().join("work").join("specs").join("train.yaml");
     let want = sha256(SPEC.as_bytes());
-    let out = verify(&src, &want, Some(&copy));
+    let out = verify(&src, &want);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(
-        stdout(&out),
-        format!(
-            "tao-k8s: config spec verified (sha256 {want}), writable copy at {}\n",
-            copy.display()
-        )
-    );
-    assert_eq!(std::fs::read_to_string(&copy).unwrap(), SPEC);
-    let mode = std::fs::metadata(&copy).unwrap().permissions().mode();
-    assert_eq!(mode & 0o200, 0o200, "owner-writable: {mode:o}");
-
-    // A restarted initContainer finds its earlier copy, made read-only meanwhile.
-    std::fs::set_permissions(&copy, PermissionsExt::from_mode(0o444)).unwrap();
-    let again = verify(&src, &want, Some(&copy));
-    assert!(again.status.success(), "{}", stderr(&again));
-    assert_eq!(std::fs::read_to_string(&copy).unwrap(), SPEC);
-    let mode = std::fs::metadata(&copy).unwrap().permissions().mode();
-    assert_eq!(mode & 0o200, 0o200, "owner-writable: {mode:o}");
+    assert_eq!(std::fs::read_to_string(&src).unwrap(), SPEC);
+    let mode = std::fs::metadata(&src).unwrap().permissions().mode();
+    assert_eq!(mode & 0o222, 0, "still read-only: {mode:o}");
+    let files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(files, ["staged"], "nothing written beside the spec");
 }
 
 #[test]
 fn the_config_check_fails_naming_both_digests_when_the_spec_changed() {
     let dir = tempfile::tempdir().unwrap();
     let src = staged(dir.path());
-    let copy = dir.path().join("work").join("train.yaml");
     let want = sha256(b"train:\n  num_epochs: 2\n");
     let got = sha256(SPEC.as_bytes());
-    let out = verify(&src, &want, Some(&copy));
+    let out = verify(&src, &want);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stderr(&out),
@@ -148,7 +127,6 @@ fn the_config_check_fails_naming_both_digests_when_the_spec_changed() {
         )
     );
     assert_eq!(stdout(&out), "");
-    assert!(!copy.exists(), "no copy of a spec that failed the check");
 }
 
 #[test]
@@ -156,7 +134,7 @@ fn the_config_check_fails_clearly_on_a_missing_spec_or_a_malformed_digest() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("staged").join("spec.yaml");
     let want = sha256(SPEC.as_bytes());
-    let out = verify(&missing, &want, None);
+    let out = verify(&missing, &want);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stderr(&out),
@@ -168,7 +146,7 @@ fn the_config_check_fails_clearly_on_a_missing_spec_or_a_malformed_digest() {
 
     let src = staged(dir.path());
     for bad in ["", "not-a-digest", &want[..63], &want.to_uppercase()] {
-        let out = verify(&src, bad, None);
+        let out = verify(&src, bad);
         assert_eq!(out.status.code(), Some(1), "{bad:?}");
         assert!(stderr(&out).starts_with("tao-k8s: "), "{}", stderr(&out));
     }
@@ -186,7 +164,6 @@ fn the_config_check_falls_back_to_python3_and_names_both_tools_when_neither_is_t
             .env("PATH", &bin)
             .env("TAO_K8S_CONFIG_SRC", &src)
             .env("TAO_K8S_CONFIG_SHA256", want)
-            .env_remove("TAO_K8S_CONFIG_COPY")
             .output()
             .unwrap()
     };
@@ -225,150 +202,26 @@ fn the_config_check_falls_back_to_python3_and_names_both_tools_when_neither_is_t
     assert!(stderr(&bad).contains(&format!("has sha256 {want}, expected")));
 }
 
-// ---- run-action.sh ----
-
-fn run_action(status_dir: &Path, argv: &[&str]) -> Command {
-    let mut all = vec!["tao-k8s-run"];
-    all.extend_from_slice(argv);
-    let mut cmd = sh("run-action.sh", &all);
-    cmd.env("TAO_K8S_STATUS_DIR", status_dir);
-    cmd
-}
-
-fn recorded(status_dir: &Path) -> String {
-    std::fs::read_to_string(status_dir.join("exit-code")).unwrap()
-}
-
-#[test]
-fn the_wrapper_records_success_and_prints_only_what_the_action_prints() {
-    let dir = tempfile::tempdir().unwrap();
-    let status = dir.path().join("status");
-    let out = run_action(&status, &["echo", "epoch 1/1 done"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(stdout(&out), "epoch 1/1 done\n");
-    assert_eq!(stderr(&out), "");
-    assert_eq!(recorded(&status), "0\n");
-    let names: Vec<_> = std::fs::read_dir(&status)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert_eq!(names, ["exit-code"], "no temp file left behind");
-}
-
-#[test]
-fn the_wrapper_records_a_failure_and_exits_with_it() {
-    let dir = tempfile::tempdir().unwrap();
-    // A stale code from an earlier run of the container is replaced.
-    record(dir.path(), "0");
-    let out = run_action(
-        dir.path(),
-        &["sh", "-c", "echo 'out of memory' >&2; exit 3"],
-    )
-    .output()
-    .unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    assert_eq!(stderr(&out), "out of memory\n");
-    assert_eq!(recorded(dir.path()), "3\n");
-}
-
-#[test]
-fn the_wrapper_records_127_for_an_action_that_cannot_start() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = run_action(dir.path(), &["tao-k8s-fake-no-such-program", "train"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(127));
-    assert!(
-        stderr(&out).contains("tao-k8s-fake-no-such-program"),
-        "{}",
-        stderr(&out)
-    );
-    assert_eq!(recorded(dir.path()), "127\n");
-
-    let none = run_action(dir.path(), &[]).output().unwrap();
-    assert_eq!(none.status.code(), Some(127));
-    assert_eq!(stderr(&none), "tao-k8s: no action to run\n");
-    assert_eq!(recorded(dir.path()), "127\n");
-}
-
-/// Starts the wrapper around an action that says when it runs, and waits for that: by then the
-/// wrapper's trap is set.
-fn started(status_dir: &Path, action: &str) -> Child {
-    let marker = status_dir.join("started");
-    let child = run_action(
-        status_dir,
-        &["sh", "-c", action, "action", &marker.to_string_lossy()],
-    )
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
-    let begun = Instant::now();
-    while !marker.exists() {
-        assert!(
-            begun.elapsed() < Duration::from_secs(60),
-            "the action never started"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child
-}
-
-fn signal(child: &Child, name: &str) {
-    let pid = child.id().to_string();
-    let status = Command::new("kill")
-        .args(["-s", name, &pid])
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
-#[test]
-fn the_wrapper_forwards_sigterm_and_sigint_and_still_records_the_code() {
-    for name in ["TERM", "INT"] {
-        let dir = tempfile::tempdir().unwrap();
-        let child = started(dir.path(), "echo > \"$1\"; exec sleep 30");
-        let begun = Instant::now();
-        signal(&child, name);
-        let out = child.wait_with_output().unwrap();
-        // Well under the action's 30 s: the signal was forwarded, not waited out.
-        assert!(begun.elapsed() < Duration::from_secs(20), "{name}");
-        // SIGINT arrives as SIGTERM: the action dies of SIGTERM either way.
-        assert_eq!(out.status.code(), Some(143), "{name}: {}", stderr(&out));
-        assert_eq!(recorded(dir.path()), "143\n", "{name}");
-        assert_eq!(
-            stderr(&out),
-            "tao-k8s: asked to stop; sending SIGTERM to the action\n"
-        );
-    }
-}
-
-#[test]
-fn the_wrapper_waits_for_an_action_that_cleans_up_after_sigterm() {
-    let dir = tempfile::tempdir().unwrap();
-    let action =
-        "trap 'sleep 0.2; kill $s; exit 7' TERM; sleep 30 & s=$!; echo > \"$1\"; wait; exit 1";
-    let child = started(dir.path(), action);
-    signal(&child, "TERM");
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
-    assert_eq!(recorded(dir.path()), "7\n");
-}
-
 // ---- upload-results.sh ----
+
+/// A hang guard for a script that should have printed or ended long before: never a speed goal.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// The uploader's own cgroup, and the action's (another container's) in the fake process table.
+const OWN_CGROUP: &str = "0::/\n";
+const ACTION_CGROUP: &str = "0::/../cri-containerd-action.scope\n";
 
 struct Pod {
     dir: tempfile::TempDir,
 }
 
 impl Pod {
-    /// A status directory, a results directory with one file, and a fake `aws` that logs its
-    /// argv, one argument a line, and exits with FAKE_AWS_EXIT.
+    /// A results directory with one file, a fake `aws` that logs its argv, one argument a line,
+    /// and exits with FAKE_AWS_EXIT, and a process table of a pod that shares one process
+    /// namespace: its pause process (PID 1) and the uploader itself.
     fn new() -> Pod {
         let dir = tempfile::tempdir().unwrap();
-        for sub in ["bin", "status", "results"] {
+        for sub in ["bin", "results", "proc"] {
             std::fs::create_dir(dir.path().join(sub)).unwrap();
         }
         std::fs::write(dir.path().join("results").join("status.json"), "{}\n").unwrap();
@@ -376,13 +229,31 @@ impl Pod {
             &dir.path().join("bin").join("aws"),
             "#!/bin/sh\nprintf '%s\\n' \"$@\" >> \"$FAKE_AWS_LOG\"\nexit \"${FAKE_AWS_EXIT:-0}\"\n",
         );
-        Pod { dir }
+        let pod = Pod { dir };
+        pod.process("self", OWN_CGROUP);
+        pod.process("1", "0::/../cri-containerd-pause.scope\n");
+        pod.process("7", OWN_CGROUP);
+        pod
     }
 
     fn path(&self, sub: &str) -> PathBuf {
         self.dir.path().join(sub)
     }
 
+    /// A process of the fake process table, in `cgroup`.
+    fn process(&self, pid: &str, cgroup: &str) {
+        let dir = self.path("proc").join(pid);
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("cgroup"), cgroup).unwrap();
+    }
+
+    /// A process gone, as the kernel removes it: all at once, leaving nothing behind.
+    fn end(&self, pid: &str) {
+        std::fs::remove_dir_all(self.path("proc").join(pid)).unwrap();
+    }
+
+    /// The uploader of a pod without native sidecars that finds no action process and gives up
+    /// looking at once: the quickest way to its upload.
     fn upload(&self, env: &[(&str, &str)]) -> Command {
         let path = format!(
             "{}:{}",
@@ -392,10 +263,12 @@ impl Pod {
         let mut cmd = sh("upload-results.sh", &[]);
         cmd.env("PATH", path)
             .env("FAKE_AWS_LOG", self.path("aws.log"))
-            .env("TAO_K8S_STATUS_DIR", self.path("status"))
+            .env("TAO_K8S_UPLOAD_ON", "main-exit")
+            .env("TAO_K8S_MAIN_START_SECONDS", "0")
+            .env("TAO_K8S_PROC", self.path("proc"))
             .env("TAO_K8S_RESULTS_DIR", self.path("results"))
             .env("TAO_K8S_RESULTS_URI", "s3://fake-bucket/runs/42/")
-            .env("TAO_K8S_POLL_SECONDS", "0.1")
+            .env("TAO_K8S_POLL_SECONDS", "0.05")
             .env_remove("NODE_RANK")
             .env_remove("TAO_K8S_UPLOAD_PER_RANK")
             .env_remove("FAKE_AWS_EXIT");
@@ -420,12 +293,219 @@ impl Pod {
             .map(str::to_owned)
             .to_vec()
     }
+
+    fn uploaded_line(&self) -> String {
+        format!(
+            "tao-k8s: uploaded {} to s3://fake-bucket/runs/42/",
+            self.path("results").display()
+        )
+    }
+}
+
+/// An uploader running in the background, its stdout read line by line.
+struct Running {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Running {
+    fn start(mut cmd: Command) -> Running {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Running {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits until the uploader has printed `line`.
+    fn expect(&mut self, line: &str) {
+        while !self.seen.iter().any(|l| l == line) {
+            match self.lines.recv_timeout(HANG_GUARD) {
+                Ok(l) => self.seen.push(l),
+                Err(e) => panic!("no line {line:?} ({e}); saw {:?}", self.seen),
+            }
+        }
+    }
+
+    fn signal(&self, name: &str) {
+        let pid = self.child.id().to_string();
+        let status = Command::new("kill")
+            .args(["-s", name, &pid])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the end: the exit code, every stdout line and stderr.
+    fn finish(mut self) -> (Option<i32>, Vec<String>, String) {
+        let (tx, rx) = mpsc::channel();
+        let mut child = self.child;
+        std::thread::spawn(move || {
+            let status = child.wait();
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                std::io::Read::read_to_string(&mut e, &mut err).ok();
+            }
+            tx.send((status, err)).ok();
+        });
+        let (status, err) = rx
+            .recv_timeout(HANG_GUARD)
+            .expect("the uploader never ended");
+        self.seen.extend(self.lines.iter());
+        (status.unwrap().code(), self.seen, err)
+    }
+}
+
+#[test]
+fn as_a_native_sidecar_it_uploads_on_sigterm_and_not_before() {
+    let pod = Pod::new();
+    let mut up = Running::start(pod.upload(&[("TAO_K8S_UPLOAD_ON", "sigterm")]));
+    up.expect("tao-k8s: waiting for the action's container to end");
+    assert!(
+        pod.aws_calls().is_empty(),
+        "nothing uploaded before SIGTERM"
+    );
+    // The kubelet's SIGTERM once the action's container ended (an OOM kill included).
+    up.signal("TERM");
+    let (code, lines, err) = up.finish();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err, "");
+    assert_eq!(
+        pod.aws_calls(),
+        pod.expected_call("s3://fake-bucket/runs/42/")
+    );
+    assert_eq!(
+        lines,
+        [
+            "tao-k8s: waiting for the action's container to end".to_string(),
+            "tao-k8s: stopped by the kubelet: the action's container ended, or the pod is being deleted".to_string(),
+            pod.uploaded_line(),
+        ]
+    );
+}
+
+#[test]
+fn as_a_native_sidecar_a_failed_upload_exits_1() {
+    let pod = Pod::new();
+    let mut up =
+        Running::start(pod.upload(&[("TAO_K8S_UPLOAD_ON", "sigterm"), ("FAKE_AWS_EXIT", "1")]));
+    up.expect("tao-k8s: waiting for the action's container to end");
+    up.signal("TERM");
+    let (code, _, err) = up.finish();
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        err,
+        format!(
+            "tao-k8s: uploading {} to s3://fake-bucket/runs/42/ failed\n",
+            pod.path("results").display()
+        )
+    );
+}
+
+/// The action's container OOM-killed as a whole: its processes vanish and it writes nothing.
+#[test]
+fn in_a_shared_process_namespace_it_uploads_once_the_action_processes_are_gone() {
+    let pod = Pod::new();
+    pod.process("42", ACTION_CGROUP);
+    pod.process("43", ACTION_CGROUP);
+    let mut up = Running::start(pod.upload(&[("TAO_K8S_MAIN_START_SECONDS", "300")]));
+    up.expect("tao-k8s: the action is running; uploading once it ends");
+    pod.end("43");
+    std::fs::write(pod.path("results").join("partial.pth"), "weights\n").unwrap();
+    pod.end("42");
+    let (code, lines, err) = up.finish();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        lines,
+        [
+            "tao-k8s: the action is running; uploading once it ends".to_string(),
+            "tao-k8s: the action's container has ended".to_string(),
+            pod.uploaded_line(),
+        ]
+    );
+    assert_eq!(
+        pod.aws_calls(),
+        pod.expected_call("s3://fake-bucket/runs/42/")
+    );
+}
+
+#[test]
+fn in_a_shared_process_namespace_sigterm_uploads_what_the_running_action_wrote() {
+    let pod = Pod::new();
+    pod.process("42", ACTION_CGROUP);
+    let mut up = Running::start(pod.upload(&[("TAO_K8S_MAIN_START_SECONDS", "300")]));
+    up.expect("tao-k8s: the action is running; uploading once it ends");
+    up.signal("TERM");
+    let (code, lines, err) = up.finish();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        lines[1..],
+        [
+            "tao-k8s: asked to stop: uploading what the action wrote so far".to_string(),
+            pod.uploaded_line(),
+        ]
+    );
+    assert_eq!(
+        pod.aws_calls(),
+        pod.expected_call("s3://fake-bucket/runs/42/")
+    );
+}
+
+#[test]
+fn in_a_shared_process_namespace_an_action_never_seen_is_taken_as_ended() {
+    // Only the pause process and the uploader's own: the action ended before the uploader
+    // looked, or never started.
+    let pod = Pod::new();
+    let out = pod.upload(&[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "tao-k8s: no process of the action's container in 0s: it ended before it could be seen, or never started\n{}\n",
+            pod.uploaded_line()
+        )
+    );
+    assert_eq!(
+        pod.aws_calls(),
+        pod.expected_call("s3://fake-bucket/runs/42/")
+    );
+}
+
+#[test]
+fn in_a_shared_process_namespace_its_own_cgroup_must_be_readable() {
+    let pod = Pod::new();
+    pod.end("self");
+    let out = pod.upload(&[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "tao-k8s: cannot read {}/self/cgroup, so the action's processes cannot be told from this one's\n",
+            pod.path("proc").display()
+        )
+    );
+    assert!(pod.aws_calls().is_empty());
 }
 
 #[test]
 fn rank_zero_uploads_with_the_exact_argv() {
     let pod = Pod::new();
-    record(&pod.path("status"), "0");
     for rank in [Some("0"), None] {
         std::fs::remove_file(pod.path("aws.log")).ok();
         let env: &[(&str, &str)] = match rank {
@@ -438,12 +518,10 @@ fn rank_zero_uploads_with_the_exact_argv() {
             pod.aws_calls(),
             pod.expected_call("s3://fake-bucket/runs/42/")
         );
-        assert_eq!(
-            stdout(&out),
-            format!(
-                "tao-k8s: uploaded {} to s3://fake-bucket/runs/42/ (the action exited with 0)\n",
-                pod.path("results").display()
-            )
+        assert!(
+            stdout(&out).ends_with(&format!("{}\n", pod.uploaded_line())),
+            "{}",
+            stdout(&out)
         );
     }
 }
@@ -451,10 +529,13 @@ fn rank_zero_uploads_with_the_exact_argv() {
 #[test]
 fn other_ranks_skip_unless_every_rank_uploads_to_its_own_prefix() {
     let pod = Pod::new();
-    record(&pod.path("status"), "0");
     let skip = pod.upload(&[("NODE_RANK", "1")]).output().unwrap();
     assert_eq!(skip.status.code(), Some(0), "{}", stderr(&skip));
-    assert_eq!(stdout(&skip), "tao-k8s: rank 1 does not upload results\n");
+    assert!(
+        stdout(&skip).ends_with("tao-k8s: rank 1 does not upload results\n"),
+        "{}",
+        stdout(&skip)
+    );
     assert!(pod.aws_calls().is_empty());
 
     // Without the trailing slash, the rank's prefix still lands below the URI.
@@ -471,47 +552,29 @@ fn other_ranks_skip_unless_every_rank_uploads_to_its_own_prefix() {
         pod.aws_calls(),
         pod.expected_call("s3://fake-bucket/runs/42/rank-1/")
     );
-    assert!(
-        stdout(&own).contains("to s3://fake-bucket/runs/42/rank-1/ (the action exited with 0)")
-    );
+    assert!(stdout(&own).contains("to s3://fake-bucket/runs/42/rank-1/\n"));
 }
 
 #[test]
-fn the_uploader_waits_for_the_exit_code() {
+fn a_rank_that_does_not_upload_still_waits_for_sigterm_as_a_sidecar() {
+    // A native sidecar that exits by itself is started again by the kubelet.
     let pod = Pod::new();
-    let status = pod.path("status");
-    let begun = Instant::now();
-    let writer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
-        record(&status, "0");
-    });
-    let out = pod.upload(&[]).output().unwrap();
-    writer.join().unwrap();
-    assert!(begun.elapsed() >= Duration::from_millis(300));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut up =
+        Running::start(pod.upload(&[("TAO_K8S_UPLOAD_ON", "sigterm"), ("NODE_RANK", "3")]));
+    up.expect("tao-k8s: waiting for the action's container to end");
+    up.signal("TERM");
+    let (code, lines, err) = up.finish();
+    assert_eq!(code, Some(0), "{err}");
     assert_eq!(
-        pod.aws_calls(),
-        pod.expected_call("s3://fake-bucket/runs/42/")
+        lines.last().map(String::as_str),
+        Some("tao-k8s: rank 3 does not upload results")
     );
-
-    // A rank that does not upload also waits for the action to end.
-    let pod = Pod::new();
-    let status = pod.path("status");
-    let begun = Instant::now();
-    let writer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
-        record(&status, "0");
-    });
-    let out = pod.upload(&[("NODE_RANK", "3")]).output().unwrap();
-    writer.join().unwrap();
-    assert!(begun.elapsed() >= Duration::from_millis(300));
-    assert_eq!(stdout(&out), "tao-k8s: rank 3 does not upload results\n");
+    assert!(pod.aws_calls().is_empty());
 }
 
 #[test]
 fn a_failed_upload_fails_the_uploader() {
     let pod = Pod::new();
-    record(&pod.path("status"), "0");
     let out = pod.upload(&[("FAKE_AWS_EXIT", "1")]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
@@ -528,22 +591,8 @@ fn a_failed_upload_fails_the_uploader() {
 }
 
 #[test]
-fn a_failed_action_still_uploads_its_results() {
-    let pod = Pod::new();
-    record(&pod.path("status"), "2");
-    let out = pod.upload(&[]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(
-        pod.aws_calls(),
-        pod.expected_call("s3://fake-bucket/runs/42/")
-    );
-    assert!(stdout(&out).ends_with("(the action exited with 2)\n"));
-}
-
-#[test]
 fn a_missing_results_dir_uploads_nothing_and_says_so_and_an_empty_one_uploads_nothing() {
     let pod = Pod::new();
-    record(&pod.path("status"), "1");
     let missing = pod.path("never-created");
     let out = pod
         .upload(&[("TAO_K8S_RESULTS_DIR", &missing.to_string_lossy())])
@@ -551,12 +600,13 @@ fn a_missing_results_dir_uploads_nothing_and_says_so_and_an_empty_one_uploads_no
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(pod.aws_calls().is_empty());
-    assert_eq!(
-        stdout(&out),
-        format!(
-            "tao-k8s: the results directory {} does not exist, so nothing was uploaded to s3://fake-bucket/runs/42/ (the action exited with 1, perhaps before creating it)\n",
+    assert!(
+        stdout(&out).ends_with(&format!(
+            "tao-k8s: the results directory {} does not exist, so nothing was uploaded to s3://fake-bucket/runs/42/ (the action may have ended before creating it)\n",
             missing.display()
-        )
+        )),
+        "{}",
+        stdout(&out)
     );
 
     std::fs::remove_file(pod.path("results").join("status.json")).unwrap();
@@ -570,7 +620,7 @@ fn a_missing_results_dir_uploads_nothing_and_says_so_and_an_empty_one_uploads_no
 }
 
 #[test]
-fn the_uploader_rejects_a_bad_uri_or_rank_at_once() {
+fn the_uploader_rejects_bad_inputs_at_once() {
     let pod = Pod::new();
     for env in [
         [
@@ -581,46 +631,15 @@ fn the_uploader_rejects_a_bad_uri_or_rank_at_once() {
             ("TAO_K8S_RESULTS_URI", "s3://fake-bucket/runs/42/"),
             ("NODE_RANK", "one"),
         ],
+        [("TAO_K8S_UPLOAD_ON", "exit-file"), ("NODE_RANK", "0")],
+        [("TAO_K8S_MAIN_START_SECONDS", "5m"), ("NODE_RANK", "0")],
     ] {
-        // No exit code is ever recorded: these must not wait for it.
+        // An action process that never ends: these must not wait for it.
+        pod.process("42", ACTION_CGROUP);
         let out = pod.upload(&env).output().unwrap();
+        pod.end("42");
         assert_eq!(out.status.code(), Some(1), "{env:?}");
         assert!(stderr(&out).starts_with("tao-k8s: "), "{}", stderr(&out));
     }
     assert!(pod.aws_calls().is_empty());
-}
-
-#[test]
-fn the_wrapper_and_the_uploader_together() {
-    let pod = Pod::new();
-    let uploader = pod
-        .upload(&[])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let results = pod.path("results");
-    let out = run_action(
-        &pod.path("status"),
-        &[
-            "sh",
-            "-c",
-            "echo 0.91 > \"$1/map.txt\"; exit 4",
-            "action",
-            &results.to_string_lossy(),
-        ],
-    )
-    .output()
-    .unwrap();
-    assert_eq!(out.status.code(), Some(4));
-    let up = uploader.wait_with_output().unwrap();
-    assert_eq!(up.status.code(), Some(0));
-    assert_eq!(
-        std::fs::read_to_string(results.join("map.txt")).unwrap(),
-        "0.91\n"
-    );
-    assert_eq!(
-        pod.aws_calls(),
-        pod.expected_call("s3://fake-bucket/runs/42/")
-    );
 }

@@ -1679,6 +1679,32 @@ fn status_records_why_the_job_failed() {
     assert_eq!(run.mutations(), Vec::<String>::new());
 }
 
+/// Tier C with the uploader a native sidecar: the action OOM-killed ends the pod (the kubelet
+/// stops the uploader), and the record ends FAILED naming the action's container and why.
+#[test]
+fn status_records_an_oom_killed_tier_c_action_and_its_uploader() {
+    let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
+    s.preload("job-yolo-failed.json");
+    let id = s.running_record("default/yolo-train-s3");
+    let run = s.run("tier-c-oom", &[], &["status", "--record", &id]);
+    run.assert_code(0);
+    let pod = "yolo-train-s3-x7k2p: Failed on gpu-node-1, tao terminated OOMKilled, exit code 137, \
+               upload-results terminated Error, exit code 137";
+    assert_eq!(
+        run.stdout,
+        format!("default/yolo-train-s3: Failed (active 0, succeeded 0, failed 1)\n  {pod}\n")
+    );
+    let record = s.record(&id);
+    assert_eq!(states(&record), ["OPEN", "SUBMITTED", "RUNNING", "FAILED"]);
+    assert_eq!(
+        last_reason(&record),
+        format!(
+            "the Job failed: BackoffLimitExceeded (Job has reached the specified backoff limit); {pod}"
+        )
+    );
+    assert_eq!(run.mutations(), Vec::<String>::new());
+}
+
 #[test]
 fn logs_of_one_index() {
     let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");

@@ -63,8 +63,21 @@ pub fn pod_line(pod: &Pod) -> String {
         "" => format!("{phase}, not scheduled"),
         node => format!("{phase} on {node}"),
     }];
-    if let Some((name, detail)) = telling(pod) {
+    let told = telling(pod);
+    if let Some((name, detail)) = told {
         parts.push(detail_text(name, detail));
+    }
+    // A sidecar's exit code is not the pod's: a failed one (the tier C upload) is said apart.
+    for c in &pod.status.init_container_statuses {
+        let Some(t) = &c.state.terminated else {
+            continue;
+        };
+        if is_sidecar(pod, &c.name)
+            && t.exit_code.unwrap_or(0) != 0
+            && told.is_none_or(|(name, _)| name != c.name)
+        {
+            parts.push(detail_text(&c.name, ("terminated", t)));
+        }
     }
     let oom = all_statuses(pod).any(|c| {
         [&c.state.terminated, &c.last_state.terminated]
@@ -113,19 +126,51 @@ fn waiting_or_ended(c: &ContainerStatus) -> Option<(&'static str, &StateDetail)>
     c.state.terminated.as_ref().map(|t| ("terminated", t))
 }
 
-/// The container state that tells most: an init container that waits or failed, else the
-/// first container that waits or ended.
+/// Whether init container `name` is a native sidecar (`restartPolicy: Always`), which runs
+/// beside the containers and is stopped once they ended.
+fn is_sidecar(pod: &Pod, name: &str) -> bool {
+    pod.spec
+        .init_containers
+        .iter()
+        .any(|c| c.name == name && c.restart_policy.as_deref() == Some("Always"))
+}
+
+/// Whether a container waits, or ended with an exit code other than 0.
+fn waits_or_failed(c: &ContainerStatus) -> Option<(&'static str, &StateDetail)> {
+    let (kind, d) = waiting_or_ended(c)?;
+    (kind == "waiting" || d.exit_code.unwrap_or(0) != 0).then_some((kind, d))
+}
+
+/// The container state that tells most: an init container (not a sidecar) that waits or
+/// failed, else the first container that waits or failed, else the first that ended, else a
+/// sidecar that waits or failed.
 fn telling(pod: &Pod) -> Option<(&str, (&'static str, &StateDetail))> {
-    let init = pod.status.init_container_statuses.iter().find_map(|c| {
-        let (kind, d) = waiting_or_ended(c)?;
-        (kind == "waiting" || d.exit_code.unwrap_or(0) != 0).then_some((c.name.as_str(), (kind, d)))
-    });
-    init.or_else(|| {
-        pod.status
+    let status = &pod.status;
+    let init = status
+        .init_container_statuses
+        .iter()
+        .filter(|c| !is_sidecar(pod, &c.name))
+        .find_map(|c| Some((c.name.as_str(), waits_or_failed(c)?)));
+    let failed = || {
+        status
+            .container_statuses
+            .iter()
+            .find_map(|c| Some((c.name.as_str(), waits_or_failed(c)?)))
+    };
+    let ended = || {
+        status
             .container_statuses
             .iter()
             .find_map(|c| Some((c.name.as_str(), waiting_or_ended(c)?)))
-    })
+    };
+    let sidecar = || {
+        status
+            .init_container_statuses
+            .iter()
+            .filter(|c| is_sidecar(pod, &c.name))
+            .find_map(|c| Some((c.name.as_str(), waits_or_failed(c)?)))
+    };
+    init.or_else(failed).or_else(ended).or_else(sidecar)
 }
 
 fn detail_text(container: &str, (kind, d): (&str, &StateDetail)) -> String {
@@ -182,6 +227,57 @@ mod tests {
 
     fn pod(v: serde_json::Value) -> Pod {
         serde_json::from_value(v).unwrap()
+    }
+
+    /// A tier C pod whose uploader is a native sidecar, with the action's and the uploader's
+    /// final states.
+    fn tier_c(phase: &str, action: serde_json::Value, upload: serde_json::Value) -> Pod {
+        pod(json!({
+            "metadata": {"name": "j-abc"},
+            "spec": {"nodeName": "gpu-node-1",
+                "initContainers": [{"name": "fetch-0"}, {"name": "upload-results", "restartPolicy": "Always"}],
+                "containers": [{"name": "tao"}]},
+            "status": {"phase": phase,
+                "initContainerStatuses": [
+                    {"name": "fetch-0", "state": {"terminated": {"reason": "Completed", "exitCode": 0}}},
+                    {"name": "upload-results", "state": {"terminated": upload}}],
+                "containerStatuses": [{"name": "tao", "state": {"terminated": action}}]},
+        }))
+    }
+
+    #[test]
+    fn a_sidecar_never_hides_the_action_and_a_failed_upload_is_said() {
+        let oom = json!({"reason": "OOMKilled", "exitCode": 137});
+        let done = json!({"reason": "Completed", "exitCode": 0});
+        let upload_failed = json!({"reason": "Error", "exitCode": 1});
+        assert_eq!(
+            pod_line(&tier_c("Failed", oom.clone(), done.clone())),
+            "j-abc: Failed on gpu-node-1, tao terminated OOMKilled, exit code 137"
+        );
+        // Stopped at the end of the grace period: both are said, the action first.
+        let killed = json!({"reason": "Error", "exitCode": 137});
+        assert_eq!(
+            pod_line(&tier_c("Failed", oom, killed)),
+            "j-abc: Failed on gpu-node-1, tao terminated OOMKilled, exit code 137, \
+             upload-results terminated Error, exit code 137"
+        );
+        // The pod succeeds with its action: the upload that failed is said all the same.
+        assert_eq!(
+            pod_line(&tier_c("Succeeded", done, upload_failed)),
+            "j-abc: Succeeded on gpu-node-1, tao terminated Completed, exit code 0, \
+             upload-results terminated Error, exit code 1"
+        );
+        // A regular uploader that failed the pod is the telling container.
+        let regular = pod(json!({
+            "metadata": {"name": "j-def"},
+            "status": {"phase": "Failed", "containerStatuses": [
+                {"name": "tao", "state": {"terminated": {"reason": "Completed", "exitCode": 0}}},
+                {"name": "upload-results", "state": {"terminated": {"reason": "Error", "exitCode": 1}}}]},
+        }));
+        assert_eq!(
+            pod_line(&regular),
+            "j-def: Failed, not scheduled, upload-results terminated Error, exit code 1"
+        );
     }
 
     #[test]

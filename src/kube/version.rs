@@ -22,6 +22,14 @@ impl KubeVersion {
         major: 1,
         minor: 28,
     };
+    /// The oldest target with native sidecar containers on by default (an initContainer with
+    /// `restartPolicy: Always`: the SidecarContainers feature, beta and on from 1.29). A 1.28
+    /// server keeps the field only with the alpha feature gate on, which managed clusters do not
+    /// turn on.
+    pub const NATIVE_SIDECARS: KubeVersion = KubeVersion {
+        major: 1,
+        minor: 29,
+    };
     /// The oldest supported target: the oldest minor whose strict schemas the output is checked
     /// against, and what multi-node needs.
     pub const OLDEST: KubeVersion = KubeVersion {
@@ -37,6 +45,11 @@ impl KubeVersion {
     /// Whether this version is a supported target.
     pub fn is_supported(self) -> bool {
         (KubeVersion::OLDEST..=KubeVersion::NEWEST).contains(&self)
+    }
+
+    /// Whether a cluster of this version runs native sidecar containers by default.
+    pub fn has_native_sidecars(self) -> bool {
+        self >= KubeVersion::NATIVE_SIDECARS
     }
 
     /// The supported targets, for messages: `1.28 to 1.37`.

@@ -5,7 +5,7 @@
 use super::names::Names;
 use super::{
     CONFIG_DIGEST, CONFIG_DIR, CONFIG_FILE, CONFIG_SHA256_ANNOTATION, ConfigMap, MAX_CONFIG_BYTES,
-    OPTION, Options, WORK_DIR,
+    OPTION, Options,
 };
 use crate::diag::Diagnostic;
 use crate::request::{ConfigCommand, Loaded, pin};
@@ -46,11 +46,8 @@ pub(super) fn config_map(
     })?;
     let sha256 = hex(&Sha256::digest(data.as_bytes()));
     check_digests(&loaded.tree, config, &data, &sha256, opts)?;
-    let path = if loaded.request.nodes() > 1 {
-        format!("{WORK_DIR}/{CONFIG_FILE}")
-    } else {
-        format!("{CONFIG_DIR}/{CONFIG_FILE}")
-    };
+    // Every rank reads the verified, read-only ConfigMap mount itself, as one pod does.
+    let path = format!("{CONFIG_DIR}/{CONFIG_FILE}");
     map.config = Some(StagedConfig {
         pod_path: path.clone(),
         sha256: sha256.clone(),

@@ -55,15 +55,20 @@ pub const MIN_KUBE_ANNOTATION: &str = "tao-k8s.io/min-kube-version";
 
 /// Pod-side scripts of config staging and tier C, constants of the project.
 pub const VERIFY_CONFIG_SCRIPT: &str = include_str!("../../scripts/verify-config.sh");
-pub const RUN_ACTION_SCRIPT: &str = include_str!("../../scripts/run-action.sh");
 pub const UPLOAD_RESULTS_SCRIPT: &str = include_str!("../../scripts/upload-results.sh");
 /// The initContainer that checks the staged config spec's digest.
 pub const STAGE_CONFIG_CONTAINER: &str = "stage-config";
 /// The container that uploads results after the action (tier C).
 pub const UPLOAD_CONTAINER: &str = "upload-results";
-/// Scratch directories of the pod: the writable spec copy and the action's exit status.
-pub const WORK_VOLUME: &str = "tao-k8s-work";
-pub const WORK_DIR: &str = "/etc/tao-k8s/work";
+/// A tier C pod's `terminationGracePeriodSeconds`: the time the uploader has for its final
+/// upload once the kubelet stops it (a native sidecar is stopped with SIGTERM when the action
+/// has ended, however it ended; every container is when the pod is deleted or its deadline
+/// passes). Under the 300 s that `job.sh cancel` waits for a deleted Job.
+pub const UPLOAD_GRACE_SECONDS: u32 = 240;
+/// Without native sidecars (1.28): how long the uploader looks for the action's processes
+/// before it takes the action as ended (it ran before the uploader could look, or never
+/// started), and uploads what is there.
+pub const UPLOAD_MAIN_START_SECONDS: u32 = 300;
 /// Results that are uploaded but on no mount live in this emptyDir.
 pub const RESULTS_VOLUME: &str = "tao-k8s-results";
 /// What the upload container asks for, when the action sets cpu or memory.
@@ -346,6 +351,12 @@ pub struct Pod {
     pub node_selector: BTreeMap<String, String>,
     pub tolerations: Vec<Toleration>,
     pub image_pull_secrets: Vec<String>,
+    /// One process namespace for all containers: set when the tier C uploader is a regular
+    /// container (no native sidecars at the target version), so that it sees the action's
+    /// processes end however they end (an OOM kill leaves no exit code behind).
+    pub share_process_namespace: bool,
+    /// Set for a tier C pod: the time its uploader has for the final upload once stopped.
+    pub termination_grace_period_seconds: Option<u32>,
     pub init_containers: Vec<Container>,
     pub containers: Vec<Container>,
     pub volumes: Vec<Volume>,
@@ -357,6 +368,9 @@ pub struct Pod {
 pub struct Container {
     pub name: String,
     pub image: String,
+    /// `Always` on an init container: a native sidecar, started before the containers and
+    /// stopped by the kubelet once they have ended.
+    pub restart_policy: Option<&'static str>,
     pub command: Vec<String>,
     pub args: Vec<String>,
     pub env: Vec<EnvVar>,
@@ -553,7 +567,15 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
         notes
             .push("gpusPerNode is 0: a lifecycle-only Job, GPU scheduling was not verified".into());
     }
-    let laid = pod::lay_out(req, mode, staging, &names, config_map.as_ref(), &labels);
+    let laid = pod::lay_out(
+        req,
+        mode,
+        staging,
+        &names,
+        config_map.as_ref(),
+        &labels,
+        opts.kube_version,
+    );
     job_annotations.extend(laid.job_annotations);
     notes.extend(laid.notes);
 

@@ -8,10 +8,10 @@ use super::{
     COMPLETION_INDEX_FIELD, CONFIG_DIR, CONFIG_FILE, CONFIG_SHA256_ANNOTATION, CONFIG_VOLUME,
     ConfigMap, Container, DEFAULT_RENDEZVOUS_PORT, DEFAULT_RENDEZVOUS_TIMEOUT, DEFAULT_S3_IMAGE,
     EmptyDir, EnvVar, GPU_RESOURCE, JOB_NAME_LABEL, MAIN_CONTAINER, MIN_KUBE_ANNOTATION, Pod,
-    RENDEZVOUS_PORT_NAME, RESULTS_VOLUME, RUN_ACTION_SCRIPT, SHM_VOLUME, STAGE_CONFIG_CONTAINER,
-    SecretKey, Service, UPLOAD_CONTAINER, UPLOAD_CPU, UPLOAD_MEMORY, UPLOAD_RESULTS_SCRIPT,
-    VERIFY_CONFIG_SCRIPT, Volume, VolumeMount, VolumeSource, WAIT_CONTAINER, WAIT_SCRIPT, WORK_DIR,
-    WORK_VOLUME,
+    RENDEZVOUS_PORT_NAME, RESULTS_VOLUME, SHM_VOLUME, STAGE_CONFIG_CONTAINER, SecretKey, Service,
+    UPLOAD_CONTAINER, UPLOAD_CPU, UPLOAD_GRACE_SECONDS, UPLOAD_MAIN_START_SECONDS, UPLOAD_MEMORY,
+    UPLOAD_RESULTS_SCRIPT, VERIFY_CONFIG_SCRIPT, Volume, VolumeMount, VolumeSource, WAIT_CONTAINER,
+    WAIT_SCRIPT,
 };
 use crate::kube::KubeVersion;
 use crate::request::{
@@ -39,6 +39,8 @@ struct Layout<'a> {
     container: Container,
     init_containers: Vec<Container>,
     sidecars: Vec<Container>,
+    share_process_namespace: bool,
+    termination_grace_period_seconds: Option<u32>,
     volumes: Vec<Volume>,
     annotations: BTreeMap<String, String>,
     job_annotations: BTreeMap<String, String>,
@@ -57,6 +59,7 @@ pub(super) fn lay_out(
     names: &Names,
     config: Option<&ConfigMap>,
     labels: &BTreeMap<String, String>,
+    kube_version: KubeVersion,
 ) -> Laid {
     let mut layout = Layout::new(req, mode, staging, names, config);
     layout.staged_volumes();
@@ -69,7 +72,7 @@ pub(super) fn lay_out(
         .iter()
         .map(|(name, value)| EnvVar::value(name, value.clone()));
     layout.container.env.extend(env);
-    layout.upload();
+    layout.upload(kube_version);
     layout.finish(labels)
 }
 
@@ -86,6 +89,7 @@ impl<'a> Layout<'a> {
         let mut container = Container {
             name: MAIN_CONTAINER.into(),
             image: spec.image.clone(),
+            restart_policy: None,
             command: Vec::new(),
             args: Vec::new(),
             env: Vec::new(),
@@ -113,6 +117,8 @@ impl<'a> Layout<'a> {
             container,
             init_containers: Vec::new(),
             sidecars: Vec::new(),
+            share_process_namespace: false,
+            termination_grace_period_seconds: None,
             volumes: Vec::new(),
             annotations: BTreeMap::new(),
             job_annotations: BTreeMap::new(),
@@ -134,6 +140,7 @@ impl<'a> Layout<'a> {
         Container {
             name: name.into(),
             image: image.into(),
+            restart_policy: None,
             command,
             args: Vec::new(),
             env,
@@ -229,24 +236,9 @@ impl<'a> Layout<'a> {
         }
     }
 
-    /// The pod's scratch directory (a writable spec copy, the action's exit status), and the
-    /// staged config spec with the initContainer that checks its digest.
+    /// The staged config spec, mounted read-only on every pod (every rank of a multi-node
+    /// Job too), with the initContainer that checks its digest first.
     fn config(&mut self, config: Option<&ConfigMap>) {
-        let multi_node = self.req.nodes() > 1;
-        let uploads = self
-            .req
-            .spec
-            .storage
-            .s3
-            .as_ref()
-            .is_some_and(|s| s.results.is_some());
-        if (config.is_some() && multi_node) || uploads {
-            self.volumes
-                .push(Volume::empty(WORK_VOLUME, EmptyDir::default()));
-            self.container
-                .volume_mounts
-                .push(VolumeMount::at(WORK_VOLUME, WORK_DIR));
-        }
         let Some(cm) = config else { return };
         self.volumes.push(Volume {
             read_only: true,
@@ -264,27 +256,13 @@ impl<'a> Layout<'a> {
         self.container.volume_mounts.push(config_mount.clone());
         self.annotations
             .insert(CONFIG_SHA256_ANNOTATION.into(), cm.sha256.clone());
-        // The pod checks what it received; TAO's multi-node entrypoint rewrites its spec in
-        // place, so multi-node gets a writable copy made after the check.
-        let mut env = vec![
+        let env = vec![
             EnvVar::value("TAO_K8S_CONFIG_SRC", format!("{CONFIG_DIR}/{CONFIG_FILE}")),
             EnvVar::value("TAO_K8S_CONFIG_SHA256", cm.sha256.clone()),
         ];
         let image = &self.req.spec.image;
-        let mut stage = self.helper(
-            STAGE_CONFIG_CONTAINER,
-            image,
-            sh(VERIFY_CONFIG_SCRIPT),
-            Vec::new(),
-        );
+        let mut stage = self.helper(STAGE_CONFIG_CONTAINER, image, sh(VERIFY_CONFIG_SCRIPT), env);
         stage.volume_mounts.push(config_mount);
-        if multi_node {
-            env.push(EnvVar::value("TAO_K8S_CONFIG_COPY", cm.path.clone()));
-            stage
-                .volume_mounts
-                .push(VolumeMount::at(WORK_VOLUME, WORK_DIR));
-        }
-        stage.env = env;
         self.init_containers.insert(0, stage);
     }
 
@@ -343,29 +321,36 @@ impl<'a> Layout<'a> {
         });
     }
 
-    /// Tier C results: the action runs under a constant wrapper that records its exit code;
-    /// the uploader waits for it, uploads even after a failure, and the pod succeeds only if
-    /// both do.
-    fn upload(&mut self) {
+    /// Tier C results: the action runs its own command, no wrapper; the uploader learns that
+    /// it ended from the kubelet or from the process table, never from a file the action
+    /// would have to write (an OOM kill writes none), and uploads even after a failure.
+    ///
+    /// From 1.29 the uploader is a native sidecar, after the fetches (it starts once they are
+    /// done): the kubelet sends it SIGTERM once the action's container has ended, however it
+    /// ended, and it uploads within the pod's grace period. On 1.28 it is a regular container
+    /// in a pod that shares one process namespace: it sees the action's processes, and uploads
+    /// once none is left. A regular uploader that fails the upload fails the pod; a sidecar's
+    /// exit code is not the pod's, and `job.sh status` names its failure.
+    fn upload(&mut self, kube_version: KubeVersion) {
         let spec = &self.req.spec;
         let Some(results) = spec.storage.s3.as_ref().and_then(|s| s.results.as_ref()) else {
             return;
         };
         let multi_node = self.req.nodes() > 1;
-        let container = &mut self.container;
-        let mut argv = sh(RUN_ACTION_SCRIPT);
-        argv.push("tao-k8s-run".into());
-        argv.append(&mut container.command);
-        argv.append(&mut container.args);
-        container.command = argv;
-        container
-            .env
-            .push(EnvVar::value("TAO_K8S_STATUS_DIR", WORK_DIR));
+        let sidecar = kube_version.has_native_sidecars();
         let mut env = vec![
-            EnvVar::value("TAO_K8S_STATUS_DIR", WORK_DIR),
             EnvVar::value("TAO_K8S_RESULTS_DIR", self.staging.results_dir.clone()),
             EnvVar::value("TAO_K8S_RESULTS_URI", results.uri.clone()),
         ];
+        if sidecar {
+            env.push(EnvVar::value("TAO_K8S_UPLOAD_ON", "sigterm"));
+        } else {
+            env.push(EnvVar::value("TAO_K8S_UPLOAD_ON", "main-exit"));
+            env.push(EnvVar::value(
+                "TAO_K8S_MAIN_START_SECONDS",
+                UPLOAD_MAIN_START_SECONDS.to_string(),
+            ));
+        }
         if multi_node {
             env.push(EnvVar::field("NODE_RANK", COMPLETION_INDEX_FIELD));
         }
@@ -379,8 +364,8 @@ impl<'a> Layout<'a> {
             sh(UPLOAD_RESULTS_SCRIPT),
             env,
         );
-        // A regular container adds to the pod's requests: it gets a small share of what the
-        // action sets (so the pod keeps its QoS class), not a copy of it.
+        // A regular container or a sidecar adds to the pod's requests: it gets a small share of
+        // what the action sets (so the pod keeps its QoS class), not a copy of it.
         for (name, small) in [("cpu", UPLOAD_CPU), ("memory", UPLOAD_MEMORY)] {
             for quantities in [&mut upload.limits, &mut upload.requests] {
                 if quantities.contains_key(name) {
@@ -391,9 +376,6 @@ impl<'a> Layout<'a> {
         upload.limits.remove("ephemeral-storage");
         upload.requests.remove("ephemeral-storage");
         upload.env_from_secret = self.s3_secret.clone();
-        upload
-            .volume_mounts
-            .push(VolumeMount::at(WORK_VOLUME, WORK_DIR));
         let results_dir = &self.staging.results_dir;
         match &self.staging.results_volume {
             Some(name) => {
@@ -419,7 +401,14 @@ impl<'a> Layout<'a> {
                 });
             }
         }
-        self.sidecars.push(upload);
+        self.termination_grace_period_seconds = Some(UPLOAD_GRACE_SECONDS);
+        if sidecar {
+            upload.restart_policy = Some("Always");
+            self.init_containers.push(upload);
+        } else {
+            self.share_process_namespace = true;
+            self.sidecars.push(upload);
+        }
     }
 
     /// GPUs (on the action only, after every helper took its resources), the GPU taint
@@ -458,6 +447,8 @@ impl<'a> Layout<'a> {
             node_selector: spec.scheduling.node_selector.clone(),
             tolerations,
             image_pull_secrets,
+            share_process_namespace: self.share_process_namespace,
+            termination_grace_period_seconds: self.termination_grace_period_seconds,
             init_containers: self.init_containers,
             containers,
             volumes: self.volumes,
@@ -572,11 +563,31 @@ mod tests {
 
     /// The Plan of a request: the example's spec with `spec` lines replaced or added.
     fn plan(spec: &str) -> Plan {
+        plan_at(spec, KubeVersion::DEFAULT)
+    }
+
+    /// The same, for a target version.
+    fn plan_at(spec: &str, kube_version: KubeVersion) -> Plan {
         let source = crate::plan::test_request(spec);
         let loaded = crate::request::load(&source).unwrap();
         let (staging, diags) = crate::staging::stage(&loaded.request, &loaded.tree);
         assert!(diags.is_empty(), "{diags:?}");
-        build(&loaded, &staging, &Options::default()).unwrap()
+        let opts = Options {
+            kube_version,
+            ..Options::default()
+        };
+        build(&loaded, &staging, &opts).unwrap()
+    }
+
+    const TIER_C: &str = "  command: {args: [dino, train]}\n  resources: {gpusPerNode: 1, cpu: 4, memory: 8Gi}\n  \
+             storage:\n    s3:\n      inputs: [{uri: \"s3://bucket/coco/\", path: /data}]\n      \
+             results: {uri: \"s3://bucket/runs/\"}\n";
+
+    fn env<'a>(c: &'a Container, name: &str) -> Option<&'a str> {
+        c.env
+            .iter()
+            .find(|e| e.name == name)
+            .and_then(EnvVar::plain)
     }
 
     const PVC: &str =
@@ -658,12 +669,8 @@ mod tests {
     }
 
     #[test]
-    fn tier_c_fetches_then_wraps_the_action_and_uploads() {
-        let p = plan(
-            "  command: {args: [dino, train]}\n  resources: {gpusPerNode: 1, cpu: 4, memory: 8Gi}\n  \
-             storage:\n    s3:\n      inputs: [{uri: \"s3://bucket/coco/\", path: /data}]\n      \
-             results: {uri: \"s3://bucket/runs/\"}\n",
-        );
+    fn tier_c_on_1_28_runs_the_argv_and_an_uploader_that_watches_the_shared_process_table() {
+        let p = plan(TIER_C);
         let pod = &p.job.pod;
         let init: Vec<&str> = pod
             .init_containers
@@ -677,24 +684,101 @@ mod tests {
         );
         let names: Vec<&str> = pod.containers.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, [MAIN_CONTAINER, UPLOAD_CONTAINER]);
-        let action = &pod.containers[0].command;
+        // The action's own argv, no shell: the uploader does not need its exit code.
+        assert_eq!(pod.containers[0].command, ["dino"]);
+        assert_eq!(pod.containers[0].args, ["train"]);
+        assert!(pod.share_process_namespace);
         assert_eq!(
-            (action[0].as_str(), action[3].as_str(), action[4].as_str()),
-            ("/bin/sh", "tao-k8s-run", "dino")
+            pod.termination_grace_period_seconds,
+            Some(UPLOAD_GRACE_SECONDS)
         );
         let upload = &pod.containers[1];
+        assert_eq!(upload.restart_policy, None);
+        assert_eq!(env(upload, "TAO_K8S_UPLOAD_ON"), Some("main-exit"));
+        assert_eq!(
+            env(upload, "TAO_K8S_MAIN_START_SECONDS"),
+            Some(UPLOAD_MAIN_START_SECONDS.to_string().as_str())
+        );
         assert_eq!(
             upload.limits.get("cpu").map(String::as_str),
             Some(UPLOAD_CPU)
         );
         assert_eq!(upload.env_from_secret.as_deref(), Some("t-creds"));
         let volumes: Vec<&str> = pod.volumes.iter().map(|v| v.name.as_str()).collect();
-        assert_eq!(volumes, ["tao-k8s-input-0", WORK_VOLUME, RESULTS_VOLUME]);
+        assert_eq!(volumes, ["tao-k8s-input-0", RESULTS_VOLUME]);
         assert!(
             p.notes.iter().any(|n| n.starts_with("tier C")),
             "{:?}",
             p.notes
         );
+    }
+
+    #[test]
+    fn tier_c_from_1_29_makes_the_uploader_a_native_sidecar_after_the_fetches() {
+        for minor in [29, KubeVersion::NEWEST.minor] {
+            let p = plan_at(TIER_C, KubeVersion { major: 1, minor });
+            let pod = &p.job.pod;
+            let init: Vec<&str> = pod
+                .init_containers
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect();
+            assert_eq!(init, ["fetch-0", UPLOAD_CONTAINER], "1.{minor}");
+            let upload = &pod.init_containers[1];
+            assert_eq!(upload.restart_policy, Some("Always"));
+            assert_eq!(pod.init_containers[0].restart_policy, None);
+            assert_eq!(env(upload, "TAO_K8S_UPLOAD_ON"), Some("sigterm"));
+            assert_eq!(env(upload, "TAO_K8S_MAIN_START_SECONDS"), None);
+            assert_eq!(
+                upload.limits.get("memory").map(String::as_str),
+                Some(UPLOAD_MEMORY)
+            );
+            let names: Vec<&str> = pod.containers.iter().map(|c| c.name.as_str()).collect();
+            assert_eq!(names, [MAIN_CONTAINER]);
+            assert_eq!(pod.containers[0].command, ["dino"]);
+            assert!(!pod.share_process_namespace);
+            assert_eq!(
+                pod.termination_grace_period_seconds,
+                Some(UPLOAD_GRACE_SECONDS)
+            );
+        }
+        // Tier A has no uploader and keeps the defaults.
+        let a = plan_at(
+            &format!("  command: {{args: [dino, train]}}\n  resources: {{gpusPerNode: 1}}\n{PVC}"),
+            KubeVersion::NEWEST,
+        );
+        assert!(!a.job.pod.share_process_namespace);
+        assert_eq!(a.job.pod.termination_grace_period_seconds, None);
+        assert!(a.job.pod.init_containers.is_empty());
+    }
+
+    #[test]
+    fn every_rank_of_a_multi_node_job_reads_the_read_only_config_mount() {
+        let p = plan(&format!(
+            "  command: {{config: {{argv: [dino, train, -e, \"{{config_path}}\"], specInline: {{a: 1}}}}}}\n  \
+             resources: {{gpusPerNode: 1, nodes: 4}}\n{PVC}"
+        ));
+        let pod = &p.job.pod;
+        let cm = p.config_map.as_ref().unwrap();
+        assert_eq!(cm.path, format!("{CONFIG_DIR}/{CONFIG_FILE}"));
+        assert_eq!(pod.containers[0].args, ["train", "-e", &cm.path]);
+        let mount = pod.containers[0]
+            .volume_mounts
+            .iter()
+            .find(|m| m.name == CONFIG_VOLUME)
+            .unwrap();
+        assert!(
+            mount.read_only && mount.mount_path == CONFIG_DIR,
+            "{mount:?}"
+        );
+        let stage = &pod.init_containers[0];
+        assert_eq!(stage.name, STAGE_CONFIG_CONTAINER);
+        assert!(stage.volume_mounts.iter().all(|m| m.read_only), "{stage:?}");
+        let env: Vec<&str> = stage.env.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(env, ["TAO_K8S_CONFIG_SRC", "TAO_K8S_CONFIG_SHA256"]);
+        // No writable scratch copy: every volume is the config, the shm or the request's.
+        let volumes: Vec<&str> = pod.volumes.iter().map(|v| v.name.as_str()).collect();
+        assert!(!volumes.iter().any(|v| v.contains("work")), "{volumes:?}");
     }
 
     #[test]
