@@ -79,9 +79,9 @@ impl Catalogue {
                     e.message
                 )
             })?;
-            for document in &stream.documents {
+            for mut document in stream.documents {
                 catalogue
-                    .add(document)
+                    .add(&mut document)
                     .map_err(|(span, why)| at(source, span.start, &why))?;
             }
         }
@@ -98,7 +98,8 @@ impl Catalogue {
         Ok(catalogue)
     }
 
-    fn add(&mut self, document: &Node) -> Result<(), (crate::source::Span, String)> {
+    /// Add the kinds a CRD defines; `document` is taken apart (its schemas become JSON).
+    fn add(&mut self, document: &mut Node) -> Result<(), (crate::source::Span, String)> {
         let text = |node: &Node, key: &str| match node.get(key).map(|n| &n.value) {
             Some(Value::Str(s)) => Some(s.clone()),
             _ => None,
@@ -121,19 +122,20 @@ impl Catalogue {
             .get("metadata")
             .and_then(|m| text(m, "name"))
             .unwrap_or_default();
+        let span = document.span.clone();
         let missing = |path: &str| {
             (
-                document.span.clone(),
+                span.clone(),
                 format!("CustomResourceDefinition `{name}` has no `{path}`"),
             )
         };
-        let spec = document.get("spec").ok_or_else(|| missing("spec"))?;
+        let spec = document.get_mut("spec").ok_or_else(|| missing("spec"))?;
         let group = text(spec, "group").ok_or_else(|| missing("spec.group"))?;
         let kind = spec
             .get("names")
             .and_then(|n| text(n, "kind"))
             .ok_or_else(|| missing("spec.names.kind"))?;
-        let Some(Value::Seq(versions)) = spec.get("versions").map(|v| &v.value) else {
+        let Some(Value::Seq(versions)) = spec.get_mut("versions").map(|v| &mut v.value) else {
             return Err(missing("spec.versions"));
         };
         for version in versions {
@@ -143,13 +145,21 @@ impl Catalogue {
                     format!("a version of CustomResourceDefinition `{name}` has no `name`"),
                 )
             })?;
-            let node = version.get("schema").and_then(|s| s.get("openAPIV3Schema"));
-            if let Some(node) = node {
+            let node = version
+                .get_mut("schema")
+                .and_then(|s| s.get_mut("openAPIV3Schema"));
+            if let Some(node) = &node {
                 patterns(node, &mut format!("openAPIV3Schema of {v}")).map_err(|(span, why)| {
                     (span, format!("CustomResourceDefinition `{name}`: {why}"))
                 })?;
             }
-            let schema = node.map(|s| Arc::new(strict(s.to_json())));
+            let schema = node.map(|s| {
+                let taken = Node {
+                    value: Value::Null,
+                    span: s.span.clone(),
+                };
+                Arc::new(strict(std::mem::replace(s, taken).into_json()))
+            });
             // The versions of a CRD mostly repeat one schema: kept (and compiled) once.
             let (schema, validator) = match self.kinds.last() {
                 Some(last) if last.crd == name && last.schema == schema => {

@@ -614,9 +614,42 @@ impl Node {
         }
     }
 
+    /// [`Node::to_json`], taking the tree apart as it goes: each part is freed once converted,
+    /// so that a large tree and its JSON are never both held whole (a CRD's schema, say).
+    pub fn into_json(self) -> Json {
+        match self.value {
+            Value::Str(s) => Json::String(s),
+            Value::Seq(items) => Json::Array(items.into_iter().map(Node::into_json).collect()),
+            Value::Map(entries) => Json::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| {
+                        let key = match k.value {
+                            Value::Str(s) => s,
+                            _ => key_text(&k),
+                        };
+                        (key, v.into_json())
+                    })
+                    .collect(),
+            ),
+            value => Node { value, ..self }.to_json(),
+        }
+    }
+
     /// The value of a mapping's key.
     pub fn get(&self, key: &str) -> Option<&Node> {
         self.entry(key).map(|(_, v)| v)
+    }
+
+    /// The value of a mapping's key, to change or take out.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Node> {
+        match &mut self.value {
+            Value::Map(entries) => entries
+                .iter_mut()
+                .find(|(k, _)| key_text(k) == key)
+                .map(|(_, v)| v),
+            _ => None,
+        }
     }
 
     /// A mapping's entry (key node and value node).
