@@ -469,9 +469,9 @@ backend() {
   [ -n "$record_id" ] || record_id=$(head -c 64 "$record_file" 2>/dev/null) || die "no job record: submit first, or pass --record ID"
   record_id=${record_id%$'\n'}
   local ref
-  ref=$("$tao" record show "$record_id" --field backendRef) || die "job record $(shown "$record_id") names no Kubernetes object"
+  ref=$("$tao" record show "$record_id" --field backend_ref) || die "job record $(shown "$record_id") names no Kubernetes object"
   ns=${ref%%/*} target=${ref#*/}
-  target_uid=$("$tao" record show "$record_id" --field backendUid 2>/dev/null) || target_uid=''
+  target_uid=$("$tao" record show "$record_id" --field backend_uid 2>/dev/null) || target_uid=''
 }
 
 # The Job of the record and its pods, read into the cluster directory.

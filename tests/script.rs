@@ -804,14 +804,14 @@ fn single_node_submit_runs_the_gates_opens_a_record_applies_and_binds_the_job() 
 
     let record = s.record(&id);
     assert_eq!(record["state"], "RUNNING");
-    assert_eq!(record["backendRef"], format!("default/{job}"));
+    assert_eq!(record["backend_ref"], format!("default/{job}"));
     assert_eq!(states(&record), ["OPEN", "SUBMITTED", "RUNNING"]);
     assert_eq!(record["image"], "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt");
-    assert_eq!(record["networkArch"], "dino");
+    assert_eq!(record["network_arch"], "dino");
     assert_eq!(record["action"], "inference");
-    assert_eq!(record["storageTier"], "A");
-    assert_eq!(record["resultsDir"], "/results/infer");
-    assert_eq!(record["backendUid"], created["metadata"]["uid"]);
+    assert_eq!(record["storage_tier"], "A");
+    assert_eq!(record["results_dir"], "/results/infer");
+    assert_eq!(record["backend_uid"], created["metadata"]["uid"]);
     let objects: Vec<(&str, &str)> = record["objects"]
         .as_array()
         .unwrap()
@@ -975,7 +975,7 @@ fn a_server_older_than_1_28_is_refused_for_multi_node_only() {
     let id = single.record_id();
     assert_eq!(run.stdout, format!("{id} vision/classification-evaluate\n"));
     assert_eq!(
-        single.record(&id)["backendRef"],
+        single.record(&id)["backend_ref"],
         "vision/classification-evaluate"
     );
 }
@@ -1241,7 +1241,7 @@ fn in_a_pod_without_a_kubeconfig_the_service_account_is_used() {
         .concat()
     );
     assert_eq!(
-        s.record(&s.record_id())["backendRef"],
+        s.record(&s.record_id())["backend_ref"],
         format!("default/{job}")
     );
     assert_no_leak(&s, &run, &[HF_TOKEN]);
@@ -1372,7 +1372,7 @@ fn submit_replace_runs_an_ended_job_again_and_never_a_running_one() {
     assert_eq!(record["state"], "RUNNING");
     let running = s.object("default", "job", job).unwrap();
     assert_ne!(running["metadata"]["uid"], UID);
-    assert_eq!(record["backendUid"], running["metadata"]["uid"]);
+    assert_eq!(record["backend_uid"], running["metadata"]["uid"]);
     assert_no_leak(&s, &run, &[NGC_KEY]);
 }
 
@@ -1394,7 +1394,7 @@ fn a_dry_run_rejection_marks_the_record_failed_and_applies_nothing() {
         last_reason(&record),
         "the API server refused the manifest (dry run)"
     );
-    assert!(record.get("backendRef").is_none());
+    assert!(record.get("backend_ref").is_none());
 }
 
 #[test]
@@ -1577,8 +1577,8 @@ fn legacy_access_key_and_secret_key_fill_the_aws_keys() {
     assert_no_leak(&s, &run, &[ACCESS_KEY, SECRET_KEY]);
     // Tier C keeps its results in S3, after the pod is gone: the record names the prefix.
     let record = s.record(&s.record_id());
-    assert_eq!(record["storageTier"], "C");
-    assert_eq!(record["resultsDir"], "s3://tao-bucket/runs/yolo-train-s3/");
+    assert_eq!(record["storage_tier"], "C");
+    assert_eq!(record["results_dir"], "s3://tao-bucket/runs/yolo-train-s3/");
 }
 
 #[test]
@@ -2980,7 +2980,7 @@ fn racing_submits_leave_one_running_job_and_one_running_record() {
             .collect();
         assert_eq!(running.len(), 1, "{running:#?}");
         let stored = s.object("default", "job", job).unwrap();
-        assert_eq!(running[0]["backendUid"], stored["metadata"]["uid"]);
+        assert_eq!(running[0]["backend_uid"], stored["metadata"]["uid"]);
         // What the winner created is all there, attached to its Job.
         let secret = s
             .object("default", "secret", &format!("{job}-creds"))
@@ -3064,7 +3064,7 @@ fn a_record_with_a_bad_backend_ref_is_refused() {
             .unwrap()
             .replace("default/classification-evaluate", bad);
         let mut record: Value = serde_json::from_str(&text).unwrap();
-        record["backendRef"] = bad.into();
+        record["backend_ref"] = bad.into();
         fs::write(&path, serde_json::to_string_pretty(&record).unwrap()).unwrap();
         for verb in ["cancel", "status", "logs"] {
             let run = s.run("healthy-cluster", &[], &[verb, "--record", &id]);
@@ -3104,7 +3104,7 @@ fn hostile_bytes_in_the_service_account_namespace_are_shown_escaped() {
 /// same table: a bundle that renders can always open its record.
 #[test]
 fn a_results_dir_over_the_record_limit_is_refused_at_render() {
-    let limit = tao_k8s::record::field_limit("resultsDir");
+    let limit = tao_k8s::record::field_limit("results_dir");
     let dir = tempfile::tempdir().unwrap();
     let original =
         fs::read_to_string(Path::new(ROOT).join("fixtures/requests/valid/args-mode.yaml")).unwrap();
