@@ -72,6 +72,10 @@ fn check(source: &Source) -> Result<(request::Loaded, Staging), Failure> {
             let (staging, diags) = staging::stage(&loaded.request, &loaded.tree);
             loaded.warnings.extend(diags);
             if has_errors(&loaded.warnings) {
+                // A path on no mount follows from the errors of a refused layout: not said.
+                loaded
+                    .warnings
+                    .retain(|d| d.code != crate::codes::UNMOUNTED);
                 return Err(Failure::Request(loaded.warnings));
             }
             Ok((loaded, staging))
@@ -80,7 +84,11 @@ fn check(source: &Source) -> Result<(request::Loaded, Staging), Failure> {
             let mut diags = refused.diagnostics;
             if let Some(partial) = refused.partial {
                 let (_, staged) = staging::stage(&partial.request, &partial.tree);
-                diags.extend(staged.into_iter().filter(|d| partial.admits(d)));
+                diags.extend(
+                    staged
+                        .into_iter()
+                        .filter(|d| partial.admits(d) && d.code != crate::codes::UNMOUNTED),
+                );
             }
             Err(Failure::Request(diags))
         }

@@ -668,3 +668,50 @@ fn gate_help_describes_gate() {
         );
     }
 }
+
+/// An absolute path of the command under no mount and not a path the image has renders with a
+/// warning (TK042) naming it, where it is written and the mounts; paths on a mount, under the
+/// results directory or in the image are not warned about. `explain TK042` says what it is.
+#[test]
+fn a_path_under_no_mount_is_a_warning_naming_it_and_the_mounts() {
+    let path = format!("{ROOT}/fixtures/requests/warnings/unmounted-path.yaml");
+    let out = tao().args(["render", &path]).output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "`/home/alice/specs/train.yaml` is under no mount and not a path the image has: the \
+             pod will not find it (mounts: /data, /results)"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("TK042"), "{stderr}");
+    assert!(stderr.contains("unmounted-path.yaml:19:9"), "{stderr}");
+    assert_eq!(stderr.matches("TK042").count(), 1, "{stderr}");
+    for quiet in [
+        "/data/train",
+        "/results/train/model.pth",
+        "/workspace/models",
+        "/tmp/cache",
+    ] {
+        assert!(!stderr.contains(&format!("`{quiet}")), "{quiet}: {stderr}");
+    }
+    // The same request with the spec on the data mount: no warning.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("/home/alice/specs/train.yaml", "/data/specs/train.yaml");
+    std::fs::write(dir.path().join("r.yaml"), text).unwrap();
+    let out = tao()
+        .args(["render", dir.path().join("r.yaml").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("TK042"), "{stderr}");
+    let explained = stdout_of(tao().args(["explain", "TK042"]));
+    assert!(
+        explained.starts_with("TK042 unmounted-path") && explained.contains("under no mount"),
+        "{explained}"
+    );
+}
