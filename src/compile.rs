@@ -95,6 +95,17 @@ fn check(source: &Source) -> Result<(request::Loaded, Staging), Failure> {
     }
 }
 
+/// The request's own checks and the layout of its storage, as `render` runs them before any
+/// plan: every diagnostic, errors and warnings, pointing into `source` (`lint` runs them on the
+/// action requests it meets). Options and spec files are not read: what they decide is not
+/// checked here.
+pub fn check_request(source: &Source) -> Vec<Diagnostic> {
+    match check(source) {
+        Ok((loaded, _)) => loaded.warnings,
+        Err(failure) => failure.diagnostics().to_vec(),
+    }
+}
+
 /// Everything `render --out` writes, from one load of the request: the Job's objects, the NCCL
 /// probe's (multi-node with GPUs), and the driver script's constants.
 #[derive(Debug)]

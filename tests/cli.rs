@@ -565,7 +565,11 @@ fn the_pre_commit_hooks_draw_no_note_here() {
                 "{own}: {hook}"
             );
         }
-        for linted in ["k8s/job.yaml", "deploy/base/svc.yml"] {
+        for linted in [
+            "k8s/job.yaml",
+            "deploy/base/svc.yml",
+            "requests/dino-train.yaml",
+        ] {
             assert!(
                 files.is_match(linted) && !exclude.is_match(linted),
                 "{linted}"
