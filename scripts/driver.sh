@@ -195,7 +195,8 @@ find_tao_k8s() {
 # kubeconfig's current context. where says which, for messages; probe_key names it in the
 # probe cache.
 resolve_context() {
-  command -v kubectl >/dev/null 2>&1 || die "kubectl is not on PATH"
+  command -v kubectl >/dev/null 2>&1 ||
+    die "MISSING: kubectl not found on PATH. Install kubectl to submit Jobs (https://kubernetes.io/docs/tasks/tools/), or put it on PATH"
   if [ -z "$context" ] && [ -z "${KUBECONFIG:-}" ] && [ ! -e "$HOME/.kube/config" ] &&
     [ -n "${KUBERNETES_SERVICE_HOST:-}" ]; then
     [ -r "$sa_dir/token" ] ||
@@ -205,18 +206,58 @@ resolve_context() {
     return
   fi
   if [ -z "$context" ]; then
-    context=$(quiet kubectl config current-context) || die "no kubeconfig context: set --context or TAO_K8S_CONTEXT"
+    context=$(quiet kubectl config current-context) || no_cluster "no kubeconfig context: set --context or TAO_K8S_CONTEXT"
   fi
   where="context $(shown "$context")" probe_key=${context//\//_}
 }
 
+# The runbook's remedies for a cluster kubectl cannot reach, then die with $1.
+no_cluster() {
+  note "MISSING: no reachable cluster (kubeconfig at ~/.kube/config, \$KUBECONFIG, or in-pod service account)."
+  note "Configure kubectl for your cluster, or set \$KUBECONFIG (then --context or TAO_K8S_CONTEXT picks the context):"
+  note "  EKS: aws eks update-kubeconfig --name <cluster> --region <region>"
+  note "  GKE: gcloud container clusters get-credentials <cluster> --region <region>"
+  note "  AKS: az aks get-credentials --resource-group <rg> --name <cluster>"
+  note "  local: minikube start   (see the README's Local cluster section)"
+  die "$1"
+}
+
+# The GPU host runtime check of the TAO skill bank, when TAO_SKILL_BANK_ROOT points at one
+# (TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1 skips it, as it skips the runtime gate). Its output goes
+# to stderr; a failure stops the run with the runbook's remedies.
+host_check() {
+  [ "${TAO_K8S_SKIP_NODE_RUNTIME_CHECK:-0}" != 1 ] || return 0
+  [ -n "${TAO_SKILL_BANK_ROOT:-}" ] || return 0
+  local script=$TAO_SKILL_BANK_ROOT/skills/platform/tao-setup-nvidia-gpu-host/scripts/setup-nvidia-gpu-host.sh code=0
+  if [ "$gpus_per_node" -eq 0 ]; then
+    note "gpusPerNode is 0: the GPU host runtime check is not run"
+    return 0
+  fi
+  if [ ! -f "$script" ] || [ ! -x "$script" ]; then
+    note "TAO_SKILL_BANK_ROOT is set, but $(shown "$script") is not an executable file: the GPU host runtime check was not run"
+    return 0
+  fi
+  "$script" --backend kubernetes --check-only >"$tmpdir/host-check" 2>&1 || code=$?
+  tail -n 20 "$tmpdir/host-check" | LC_ALL=C tr -d '\000-\010\013-\037\177' | sed 's/^/tao-k8s: host check: /' >&2
+  if [ "$code" -eq 0 ]; then
+    note "GPU host runtime check passed ($(shown "$script") --check-only)"
+    return 0
+  fi
+  note "MISSING: TAO Kubernetes GPU node runtime is not ready."
+  note "For self-managed GPU nodes, run after user approval:"
+  note "  bash $(shown "$script") --backend kubernetes --install --yes"
+  note "For managed clusters, verify the node image/GPU Operator policy installs driver 580 and toolkit 1.19.0, then set TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1."
+  die "the GPU host runtime check failed (exit code $code): nothing was submitted"
+}
+
 preflight() {
   find_tao_k8s
+  host_check
   resolve_context
   local mode=(--context "$context")
   [ "$in_cluster" = 0 ] || mode=(--service-account "$sa_dir")
   "$tao" driver mode --namespace "$ns" "${mode[@]}"
-  quiet k get --raw /version >"$tmpdir/cluster/version.json" || die "the cluster of $where is not reachable"
+  quiet k get --raw /version >"$tmpdir/cluster/version.json" || no_cluster "the cluster of $where is not reachable"
   local kinds=(jobs) kind can
   [ -n "$service$probe_job" ] && kinds+=(services)
   [ -n "$config_map" ] && kinds+=(configmaps)
@@ -469,9 +510,9 @@ backend() {
   [ -n "$record_id" ] || record_id=$(head -c 64 "$record_file" 2>/dev/null) || die "no job record: submit first, or pass --record ID"
   record_id=${record_id%$'\n'}
   local ref
-  ref=$("$tao" record show "$record_id" --field backendRef) || die "job record $(shown "$record_id") names no Kubernetes object"
+  ref=$("$tao" record show "$record_id" --field backend_ref) || die "job record $(shown "$record_id") names no Kubernetes object"
   ns=${ref%%/*} target=${ref#*/}
-  target_uid=$("$tao" record show "$record_id" --field backendUid 2>/dev/null) || target_uid=''
+  target_uid=$("$tao" record show "$record_id" --field backend_uid 2>/dev/null) || target_uid=''
 }
 
 # The Job of the record and its pods, read into the cluster directory.

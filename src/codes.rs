@@ -74,6 +74,9 @@ codes! {
     CONFLICT = "TK040", "staging-conflict";
     /// A producer path that lands nowhere in the pod.
     UNCOVERED = "TK041", "uncovered-path";
+    /// An absolute path in the command or the config spec that is under no mount and not a
+    /// path the image has: the pod will not find it (a warning).
+    UNMOUNTED = "TK042", "unmounted-path";
     /// A template that failed to compile or render, or a template file that replaces none.
     TEMPLATE = "TK090", "template";
     /// Rendered output that is not a valid object of its kind.

@@ -72,6 +72,10 @@ fn check(source: &Source) -> Result<(request::Loaded, Staging), Failure> {
             let (staging, diags) = staging::stage(&loaded.request, &loaded.tree);
             loaded.warnings.extend(diags);
             if has_errors(&loaded.warnings) {
+                // A path on no mount follows from the errors of a refused layout: not said.
+                loaded
+                    .warnings
+                    .retain(|d| d.code != crate::codes::UNMOUNTED);
                 return Err(Failure::Request(loaded.warnings));
             }
             Ok((loaded, staging))
@@ -80,10 +84,25 @@ fn check(source: &Source) -> Result<(request::Loaded, Staging), Failure> {
             let mut diags = refused.diagnostics;
             if let Some(partial) = refused.partial {
                 let (_, staged) = staging::stage(&partial.request, &partial.tree);
-                diags.extend(staged.into_iter().filter(|d| partial.admits(d)));
+                diags.extend(
+                    staged
+                        .into_iter()
+                        .filter(|d| partial.admits(d) && d.code != crate::codes::UNMOUNTED),
+                );
             }
             Err(Failure::Request(diags))
         }
+    }
+}
+
+/// The request's own checks and the layout of its storage, as `render` runs them before any
+/// plan: every diagnostic, errors and warnings, pointing into `source` (`lint` runs them on the
+/// action requests it meets). Options and spec files are not read: what they decide is not
+/// checked here.
+pub fn check_request(source: &Source) -> Vec<Diagnostic> {
+    match check(source) {
+        Ok((loaded, _)) => loaded.warnings,
+        Err(failure) => failure.diagnostics().to_vec(),
     }
 }
 

@@ -12,7 +12,7 @@
 //! States: OPEN -> SUBMITTED -> RUNNING -> SUCCEEDED | FAILED | CANCELED; OPEN may go to RUNNING
 //! directly (the seed's record tool marks RUNNING right after opening), and OPEN or SUBMITTED
 //! may end in FAILED or CANCELED directly. Marking RUNNING on a RUNNING record is accepted and
-//! changes nothing (status polls repeat it; no history entry, backendRef untouched). Any other
+//! changes nothing (status polls repeat it; no history entry, backend_ref untouched). Any other
 //! same-state mark, any step back, and any change of a terminal record is refused.
 //!
 //! Every text field is bounded (`FIELD_LIMITS`) and holds no control character, checked when
@@ -94,7 +94,6 @@ pub enum StorageTier {
 
 /// One accepted mark.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct Event {
     pub state: State,
     /// RFC 3339, UTC, whole seconds.
@@ -105,23 +104,27 @@ pub struct Event {
     pub reason: Option<String>,
 }
 
-/// A job record as stored.
+/// A job record as stored: snake_case keys, the names the seed's record tool gives them
+/// (`backend_ref`, `results_dir`). Records written before with camelCase keys (`backendRef`)
+/// still load, and are written back snake_case at their next change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct Record {
     pub id: String,
     pub platform: String,
     pub image: String,
+    #[serde(alias = "networkArch")]
     pub network_arch: String,
     pub action: String,
+    #[serde(alias = "storageTier")]
     pub storage_tier: StorageTier,
+    #[serde(alias = "resultsDir")]
     pub results_dir: String,
     /// `<namespace>/<job-name>`, bound once the object is applied.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, alias = "backendRef", skip_serializing_if = "Option::is_none")]
     pub backend_ref: Option<String>,
     /// The uid the API server gave the Job of `backend_ref`: the record acts on that object
     /// only, never on another that took its name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, alias = "backendUid", skip_serializing_if = "Option::is_none")]
     pub backend_uid: Option<String>,
     /// Every object the driver created for this job, in creation order, by uid.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -132,7 +135,6 @@ pub struct Record {
 
 /// An object the driver created: the only kind of object it ever changes or deletes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct Owned {
     /// `Job`, `Service`, `ConfigMap` or `Secret`.
     pub kind: String,
@@ -211,9 +213,9 @@ pub enum RecordError {
 /// and every byte escaped.
 pub const FIELD_LIMITS: [(&str, usize); 6] = [
     ("image", 1024),
-    ("networkArch", 256),
+    ("network_arch", 256),
     ("action", 256),
-    ("resultsDir", 4096),
+    ("results_dir", 4096),
     ("source", 256),
     ("reason", 4096),
 ];
@@ -259,9 +261,9 @@ fn check_field(field: &'static str, value: &str) -> Result<(), RecordError> {
 /// Every text field of `record` within bounds (see `check_field`).
 fn check_record(record: &Record) -> Result<(), RecordError> {
     check_field("image", &record.image)?;
-    check_field("networkArch", &record.network_arch)?;
+    check_field("network_arch", &record.network_arch)?;
     check_field("action", &record.action)?;
-    check_field("resultsDir", &record.results_dir)?;
+    check_field("results_dir", &record.results_dir)?;
     if record.platform != PLATFORM {
         return Err(RecordError::InvalidField {
             field: "platform",
@@ -273,7 +275,7 @@ fn check_record(record: &Record) -> Result<(), RecordError> {
     }
     if let Some(uid) = record.backend_uid.as_deref().filter(|u| !is_uid(u)) {
         return Err(RecordError::InvalidField {
-            field: "backendUid",
+            field: "backend_uid",
             problem: format!("{uid:?} is not a uid"),
         });
     }
@@ -351,9 +353,9 @@ impl Store {
     /// Open a new record, OPEN, under a fresh id.
     pub fn open(&self, fields: NewRecord) -> Result<Record, RecordError> {
         check_field("image", &fields.image)?;
-        check_field("networkArch", &fields.network_arch)?;
+        check_field("network_arch", &fields.network_arch)?;
         check_field("action", &fields.action)?;
-        check_field("resultsDir", &fields.results_dir)?;
+        check_field("results_dir", &fields.results_dir)?;
         check_field("source", &fields.source)?;
         let _lock = self.lock()?;
         // A taken id (same second, same 4 hex) is retried with new randomness. The file is
@@ -669,10 +671,10 @@ mod tests {
             id: new_id(SystemTime::now()),
             platform: PLATFORM.into(),
             image: full("image"),
-            network_arch: full("networkArch"),
+            network_arch: full("network_arch"),
             action: full("action"),
             storage_tier: StorageTier::A,
-            results_dir: full("resultsDir"),
+            results_dir: full("results_dir"),
             backend_ref: Some(format!("{}/{}", "n".repeat(63), "j".repeat(253))),
             backend_uid: Some("f".repeat(64)),
             objects: vec![

@@ -209,7 +209,152 @@ pub fn stage(req: &ActionRequest, tree: &Node) -> (Staging, Vec<Diagnostic>) {
     aliases(tree, &staging, &alias_fields, &mut diags);
     results(req, tree, &mut staging, &mut diags);
     command(req, tree, &mut staging, &mut diags);
+    unmounted(req, tree, &staging, &mut diags);
     (staging, diags)
+}
+
+/// Where an absolute path is found in the pod without a mount: the directories of the image
+/// (a TAO image's `/workspace`, the system's own) and those the kubelet provides. A path under
+/// one of them is not a producer path.
+pub const IMAGE_PATHS: &[&str] = &[
+    "/workspace",
+    "/usr",
+    "/opt",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib64",
+    "/etc",
+    "/var",
+    "/run",
+    "/root",
+    "/tmp",
+    "/dev",
+    "/proc",
+    "/sys",
+];
+
+/// The absolute path `value` names: the whole value, or what follows its first `=` when the
+/// key before it is a word (`results_dir=/home/alice/out`), as the map rewrites them.
+fn absolute_path(value: &str) -> Option<&str> {
+    let path = match value.split_once('=') {
+        Some((k, v)) if !k.contains('/') && !k.contains("://") => v,
+        _ => value,
+    };
+    (path.starts_with('/') && path.len() > 1 && !path.contains(char::is_whitespace)).then_some(path)
+}
+
+/// The words of a shell text that are absolute paths (`2>/dev/null` and `x=/a` included).
+fn shell_paths(text: &str) -> Vec<&str> {
+    text.split(|c: char| c.is_whitespace() || "\"'`;|&()<>=,".contains(c))
+        .filter(|w| w.starts_with('/') && w.len() > 1 && !w.contains('$'))
+        .collect()
+}
+
+/// Every absolute path of the command (after the map rewrote it) and of the inline config
+/// spec that is under no staged volume, not the results directory and not an image path: a
+/// warning naming it and the mounts, pinned where it is written. Each path is said once.
+fn unmounted(req: &ActionRequest, tree: &Node, staging: &Staging, diags: &mut Vec<Diagnostic>) {
+    let covered = |path: &str| {
+        staging
+            .volumes
+            .iter()
+            .any(|v| is_under(path, &v.mount_path))
+            || is_under(path, trim(&staging.results_dir))
+            || IMAGE_PATHS.iter().any(|p| is_under(path, p))
+    };
+    let mut found: Vec<(Vec<Step>, String)> = Vec::new();
+    let key = |k: &str| Step::Key(k.into());
+    let cmd = &req.spec.command;
+    if let Some(argv) = &staging.argv {
+        let at: Vec<Step> = match (&cmd.args, &cmd.config) {
+            (Some(_), _) => vec![key("spec"), key("command"), key("args")],
+            _ => vec![key("spec"), key("command"), key("config"), key("argv")],
+        };
+        for (i, arg) in argv.iter().enumerate() {
+            if let Some(path) = absolute_path(arg) {
+                let mut field = at.clone();
+                field.push(Step::Index(i));
+                found.push((field, path.to_string()));
+            }
+        }
+    }
+    if let Some(spec) = &staging.spec_inline {
+        let at = [
+            key("spec"),
+            key("command"),
+            key("config"),
+            key("specInline"),
+        ];
+        spec_paths(spec, &mut at.to_vec(), &mut found);
+    }
+    let texts = [
+        (
+            cmd.shell.as_deref(),
+            vec![key("spec"), key("command"), key("shell")],
+        ),
+        (
+            cmd.script.as_ref().map(|s| s.text.as_str()),
+            vec![key("spec"), key("command"), key("script"), key("text")],
+        ),
+    ];
+    for (text, at) in texts {
+        for path in text.map(shell_paths).unwrap_or_default() {
+            found.push((at.clone(), path.to_string()));
+        }
+    }
+    let mut mounts: Vec<&str> = staging
+        .volumes
+        .iter()
+        .map(|v| v.mount_path.as_str())
+        .collect();
+    mounts.sort_unstable();
+    let mounts = if mounts.is_empty() {
+        "the request mounts nothing".to_string()
+    } else {
+        format!("mounts: {}", mounts.join(", "))
+    };
+    let mut said: Vec<String> = Vec::new();
+    for (field, path) in found {
+        if covered(&path) || said.contains(&path) {
+            continue;
+        }
+        let d = Diagnostic::warning(
+            crate::codes::UNMOUNTED,
+            format!(
+                "`{path}` is under no mount and not a path the image has: the pod will not find it ({mounts})"
+            ),
+        )
+        .help("mount the directory that holds it (a mount's `mountPath`, or an `aliases` entry of the mount with the same data), or write the in-pod path");
+        diags.push(pin(tree, &field, d, "not in the pod"));
+        said.push(path);
+    }
+}
+
+/// The absolute paths among the strings of an inline config spec, with where each stands.
+fn spec_paths(spec: &Node, at: &mut Vec<Step>, found: &mut Vec<(Vec<Step>, String)>) {
+    match &spec.value {
+        Value::Str(s) => {
+            if let Some(path) = absolute_path(s) {
+                found.push((at.clone(), path.to_string()));
+            }
+        }
+        Value::Seq(items) => {
+            for (i, item) in items.iter().enumerate() {
+                at.push(Step::Index(i));
+                spec_paths(item, at, found);
+                at.pop();
+            }
+        }
+        Value::Map(entries) => {
+            for (k, v) in entries {
+                at.push(Step::Key(crate::yaml::key_text(k)));
+                spec_paths(v, at, found);
+                at.pop();
+            }
+        }
+        _ => {}
+    }
 }
 
 /// One volume per distinct source among the mounts; every name, mount path and alias in the

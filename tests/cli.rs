@@ -565,7 +565,11 @@ fn the_pre_commit_hooks_draw_no_note_here() {
                 "{own}: {hook}"
             );
         }
-        for linted in ["k8s/job.yaml", "deploy/base/svc.yml"] {
+        for linted in [
+            "k8s/job.yaml",
+            "deploy/base/svc.yml",
+            "requests/dino-train.yaml",
+        ] {
             assert!(
                 files.is_match(linted) && !exclude.is_match(linted),
                 "{linted}"
@@ -667,4 +671,114 @@ fn gate_help_describes_gate() {
             "{args:?}: {text}"
         );
     }
+}
+
+/// `render` without `--out` prints objects that read Secrets only `job.sh submit` makes: it
+/// says on stderr which, with their keys and a `kubectl create secret` line each, naming no
+/// value; stdout holds the objects alone; a Job that reads no Secret gets no such note.
+#[test]
+fn render_names_the_secrets_the_job_needs_before_apply() {
+    let run = |path: &str, env: &[(&str, &str)]| {
+        let out = tao()
+            .args(["render", path])
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let fake = [
+        ("AWS_ACCESS_KEY_ID", "AKIAFAKEFAKEFAKE0003"),
+        (
+            "AWS_SECRET_ACCESS_KEY",
+            "FAKEfakeFAKEfakeFAKEfakeFAKEfakeFAKE0002",
+        ),
+        ("NGC_KEY", "nvapi-FAKEfakeFAKEfakeFAKEfakeFAKEfake0004"),
+    ];
+    let (stdout, stderr) = run(
+        &format!("{ROOT}/fixtures/requests/valid/tier-c.yaml"),
+        &fake,
+    );
+    for line in [
+        "note: the Job reads Secrets this output does not hold; create them in namespace",
+        "  Secret yolo-train-s3-creds: keys AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY",
+        "    kubectl create secret generic yolo-train-s3-creds -n ",
+        "--from-env-file=<path/to/yolo-train-s3-creds.env>",
+        "  Secret yolo-train-s3-ngc: the nvcr.io pull Secret, key .dockerconfigjson",
+        "--type=kubernetes.io/dockerconfigjson --from-file=.dockerconfigjson=<path/to/docker-config.json>",
+    ] {
+        assert!(stderr.contains(line), "no {line:?} in:\n{stderr}");
+    }
+    for (_, value) in fake {
+        assert!(!stderr.contains(value) && !stdout.contains(value));
+    }
+    assert!(!stdout.contains("kubectl create"), "{stdout}");
+    // The same objects as `-o json` prints: the note changes nothing on stdout.
+    let docs = documents(&stdout);
+    assert!(docs.iter().all(|d| d["kind"] != "Secret"), "{docs:?}");
+
+    // A pull Secret the request names is the submitter's own: no note.
+    let (_, stderr) = run(&format!("{ROOT}/{EXAMPLE}"), &[]);
+    assert!(!stderr.contains("Secret"), "{stderr}");
+
+    // An image off nvcr.io, no credentials: no Secret, no note.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(format!("{ROOT}/fixtures/requests/valid/args-mode.yaml"))
+        .unwrap()
+        .replace("image: nvcr.io/nvidia/", "image: registry.example.com/");
+    let path = dir.path().join("plain.yaml");
+    std::fs::write(&path, text).unwrap();
+    let (stdout, stderr) = run(path.to_str().unwrap(), &[]);
+    assert!(!stderr.contains("Secret"), "{stderr}");
+    assert!(!stdout.contains("imagePullSecrets"), "{stdout}");
+}
+
+/// An absolute path of the command under no mount and not a path the image has renders with a
+/// warning (TK042) naming it, where it is written and the mounts; paths on a mount, under the
+/// results directory or in the image are not warned about. `explain TK042` says what it is.
+#[test]
+fn a_path_under_no_mount_is_a_warning_naming_it_and_the_mounts() {
+    let path = format!("{ROOT}/fixtures/requests/warnings/unmounted-path.yaml");
+    let out = tao().args(["render", &path]).output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "`/home/alice/specs/train.yaml` is under no mount and not a path the image has: the \
+             pod will not find it (mounts: /data, /results)"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("TK042"), "{stderr}");
+    assert!(stderr.contains("unmounted-path.yaml:19:9"), "{stderr}");
+    assert_eq!(stderr.matches("TK042").count(), 1, "{stderr}");
+    for quiet in [
+        "/data/train",
+        "/results/train/model.pth",
+        "/workspace/models",
+        "/tmp/cache",
+    ] {
+        assert!(!stderr.contains(&format!("`{quiet}")), "{quiet}: {stderr}");
+    }
+    // The same request with the spec on the data mount: no warning.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("/home/alice/specs/train.yaml", "/data/specs/train.yaml");
+    std::fs::write(dir.path().join("r.yaml"), text).unwrap();
+    let out = tao()
+        .args(["render", dir.path().join("r.yaml").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("TK042"), "{stderr}");
+    let explained = stdout_of(tao().args(["explain", "TK042"]));
+    assert!(
+        explained.starts_with("TK042 unmounted-path") && explained.contains("under no mount"),
+        "{explained}"
+    );
 }

@@ -694,3 +694,44 @@ fn crd_patterns_are_re2_and_an_uncompilable_one_is_reported_once_on_the_crd() {
         "{stderr}"
     );
 }
+
+/// An action request is linted with the request's own checks: the codes and positions
+/// `render` reports (a misspelt field is TK003 at its line and column, not a TK021 note of an
+/// unknown kind), exit 1; a valid request lints clean.
+#[test]
+fn an_action_request_gets_the_checks_render_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(format!("{ROOT}/fixtures/requests/valid/args-mode.yaml"))
+        .unwrap()
+        .replace("networkArch:", "netwrokArch:");
+    let path = dir.path().join("request.yaml");
+    std::fs::write(&path, text).unwrap();
+    let path = path.to_str().unwrap();
+    let linted = tao(&["lint", "--format", "json", path]);
+    assert_eq!(code(&linted), Some(1));
+    let found = findings(&linted);
+    assert!(found.iter().all(|f| f["code"] != "TK021"), "{found:#?}");
+    let rendered = tao(&["render", path]);
+    assert_eq!(code(&rendered), Some(1));
+    let stderr = String::from_utf8_lossy(&rendered.stderr).to_string();
+    for f in &found {
+        let at = format!("{path}:{}:{}", f["line"], f["column"]);
+        assert!(
+            stderr.contains(&at) && stderr.contains(f["code"].as_str().unwrap()),
+            "{at} {f:#?} not in render's:\n{stderr}"
+        );
+    }
+    assert!(
+        found
+            .iter()
+            .any(|f| f["code"] == "TK003" && f["line"] == 13),
+        "{found:#?}"
+    );
+    let clean = tao(&["lint", "fixtures/requests/valid/args-mode.yaml"]);
+    assert_eq!(
+        code(&clean),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&clean.stdout)
+    );
+}

@@ -180,26 +180,26 @@ fn records_carry_fields_history_and_backend_ref() {
         r.history
     );
     assert!(r.history.windows(2).all(|w| w[0].at <= w[1].at));
-    // The stored file is camelCase JSON with exactly the documented fields.
+    // The stored file is snake_case JSON (the seed's names) with exactly the documented fields.
     let text = std::fs::read_to_string(dir.path().join(format!("records/{id}.json"))).unwrap();
     let json: Value = serde_json::from_str(&text).unwrap();
     let keys: Vec<_> = json.as_object().unwrap().keys().cloned().collect();
     let mut expected = [
         "action",
-        "backendRef",
+        "backend_ref",
         "history",
         "id",
         "image",
-        "networkArch",
+        "network_arch",
         "platform",
-        "resultsDir",
+        "results_dir",
         "state",
-        "storageTier",
+        "storage_tier",
     ];
     expected.sort();
     assert_eq!(keys, expected);
     assert_eq!(json["history"][1]["source"], "driver");
-    assert_eq!(json["storageTier"], "A");
+    assert_eq!(json["storage_tier"], "A");
     // A backend ref that is not <namespace>/<job-name> is refused before anything changes.
     let err = store
         .mark(id, State::Failed, "user", None, Some("Vision/x y"))
@@ -592,12 +592,12 @@ fn cli_show_field_and_json() {
     let store = Store::new(dir.path().to_path_buf());
     let id = store.open(fields()).unwrap().id;
     let missing = cli(dir.path())
-        .args(["show", &id, "--field", "backendRef"])
+        .args(["show", &id, "--field", "backend_ref"])
         .assert()
         .code(1);
     let stderr = String::from_utf8_lossy(&missing.get_output().stderr).to_string();
     assert!(
-        stderr.starts_with("error: ") && stderr.contains("backendRef"),
+        stderr.starts_with("error: ") && stderr.contains("backend_ref"),
         "{stderr}"
     );
     cli(dir.path())
@@ -623,7 +623,7 @@ fn cli_show_field_and_json() {
         .assert()
         .success()
         .stdout("SUBMITTED\n");
-    // The names of tao_job_record.py, in snake_case, are the same fields.
+    // The names of tao_job_record.py, in snake_case, are the record's own.
     for (field, value) in [
         ("backend_ref", "vision/tao-train-run1\n"),
         ("results_dir", "/results/run1\n"),
@@ -835,9 +835,9 @@ fn cli_refuses_a_field_over_its_limit_and_writes_nothing() {
     let huge = "x".repeat(100_000);
     for (flag, field, limit) in [
         ("--image", "image", 1024),
-        ("--network-arch", "networkArch", 256),
+        ("--network-arch", "network_arch", 256),
         ("--action", "action", 256),
-        ("--results-dir", "resultsDir", 4096),
+        ("--results-dir", "results_dir", 4096),
         ("--source", "source", 256),
     ] {
         let mut open = OPEN_ARGS.to_vec();
@@ -1019,4 +1019,132 @@ fn the_seed_s_record_mark_line_is_accepted() {
     assert_eq!(String::from_utf8_lossy(&r.stdout), "CANCELED\n");
     let both = process(dir.path(), &["mark", &id, "FAILED", "--state", "FAILED"]);
     assert_eq!(both.status.code(), Some(2));
+}
+
+/// The seed's lines as they are written in its runbook, with its shell variables set: `open`
+/// with every option, `mark` binding the applied object with `--backend-ref=...` and closing
+/// with `--state CANCELED --source agent`; `show` prints the seed's snake_case names, and
+/// `show --field backend_ref` is the `<namespace>/<name>` a reattach reads.
+#[test]
+fn the_seed_s_record_lines_are_accepted_verbatim() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"set -eu
+IMAGE=nvcr.io/nvidia/tao/tao-toolkit:5.5.0-pyt ARCH=dino ACTION=train TIER=A RESULTS_DIR=/results/run1
+JOB_ID=$("$BANK/scripts/tao_job_record.py" open --platform kubernetes --image "$IMAGE" \
+  --network-arch "$ARCH" --action "$ACTION" --storage-tier "$TIER" --results-dir "$RESULTS_DIR")
+"$BANK/scripts/tao_job_record.py" mark "$JOB_ID" --state RUNNING --source agent --backend-ref=vision/tao-train-run1
+"$BANK/scripts/tao_job_record.py" show "$JOB_ID" > "$TAO_K8S_STATE_DIR/shown.json"
+"$BANK/scripts/tao_job_record.py" show "$JOB_ID" --field backend_ref > "$TAO_K8S_STATE_DIR/ref"
+"$BANK/scripts/tao_job_record.py" list > "$TAO_K8S_STATE_DIR/listed"
+"$BANK/scripts/tao_job_record.py" mark "$JOB_ID" --state CANCELED --source agent
+"$BANK/scripts/tao_job_record.py" show "$JOB_ID" --field state > "$TAO_K8S_STATE_DIR/state"
+"#;
+    // `$BANK/scripts/tao_job_record.py` is `tao-k8s record`.
+    let bank = dir.path().join("bank");
+    std::fs::create_dir_all(bank.join("scripts")).unwrap();
+    let tool = bank.join("scripts/tao_job_record.py");
+    std::fs::write(
+        &tool,
+        format!("#!/bin/sh\nexec '{}' record \"$@\"\n", common::BIN),
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&tool).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&tool, perms).unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let out = std::process::Command::new("bash")
+        .args(["-c", script])
+        .env("BANK", &bank)
+        .env("TAO_K8S_STATE_DIR", &state)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = |name: &str| std::fs::read_to_string(state.join(name)).unwrap();
+    assert_eq!(read("ref"), "vision/tao-train-run1\n");
+    assert_eq!(read("state"), "CANCELED\n");
+    let shown: Value = serde_json::from_str(&read("shown.json")).unwrap();
+    for (key, value) in [
+        ("backend_ref", "vision/tao-train-run1"),
+        ("results_dir", "/results/run1"),
+        ("network_arch", "dino"),
+        ("storage_tier", "A"),
+        ("state", "RUNNING"),
+    ] {
+        assert_eq!(shown[key], value, "{key} in {shown}");
+    }
+    for camel in ["backendRef", "resultsDir", "networkArch", "storageTier"] {
+        assert!(shown.get(camel).is_none(), "{camel} in {shown}");
+    }
+    assert!(read("listed").contains("RUNNING") && read("listed").contains("vision/tao-train-run1"));
+}
+
+/// A record written before, with camelCase keys, still reads: `show`, `show --field` by
+/// either name, `list`, and a mark, which writes it back with the snake_case keys.
+#[test]
+fn a_camel_case_record_written_before_still_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = "tao-20261130-101500-00ab";
+    let records = dir.path().join("records");
+    std::fs::create_dir_all(&records).unwrap();
+    let before = serde_json::json!({
+        "id": id,
+        "platform": "kubernetes",
+        "image": "nvcr.io/nvidia/tao/tao-toolkit:5.5.0-pyt",
+        "networkArch": "dino",
+        "action": "train",
+        "storageTier": "A",
+        "resultsDir": "/results/old",
+        "backendRef": "vision/tao-train-old",
+        "backendUid": "0f0e0d0c-0000-4000-8000-000000000001",
+        "state": "RUNNING",
+        "history": [
+            {"state": "OPEN", "at": "2026-11-30T10:15:00Z", "source": "driver"},
+            {"state": "RUNNING", "at": "2026-11-30T10:15:09Z", "source": "driver"}
+        ]
+    });
+    std::fs::write(
+        records.join(format!("{id}.json")),
+        serde_json::to_vec_pretty(&before).unwrap(),
+    )
+    .unwrap();
+    for field in ["backend_ref", "backendRef"] {
+        cli(dir.path())
+            .args(["show", id, "--field", field])
+            .assert()
+            .success()
+            .stdout("vision/tao-train-old\n");
+    }
+    cli(dir.path())
+        .args(["show", id, "--field", "backendUid"])
+        .assert()
+        .success()
+        .stdout("0f0e0d0c-0000-4000-8000-000000000001\n");
+    let out = cli(dir.path()).args(["show", id]).assert().success();
+    let shown: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(shown["results_dir"], "/results/old");
+    assert_eq!(shown["network_arch"], "dino");
+    let out = cli(dir.path()).args(["list"]).assert().success();
+    let listed = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(
+        listed.contains(id) && listed.contains("vision/tao-train-old"),
+        "{listed}"
+    );
+    cli(dir.path())
+        .args(["mark", id, "--state", "SUCCEEDED", "--source", "agent"])
+        .assert()
+        .success();
+    let stored: Value =
+        serde_json::from_slice(&std::fs::read(records.join(format!("{id}.json"))).unwrap())
+            .unwrap();
+    assert_eq!(stored["backend_ref"], "vision/tao-train-old");
+    assert_eq!(
+        stored["backend_uid"],
+        "0f0e0d0c-0000-4000-8000-000000000001"
+    );
+    assert!(stored.get("backendRef").is_none(), "{stored}");
 }

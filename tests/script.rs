@@ -804,14 +804,14 @@ fn single_node_submit_runs_the_gates_opens_a_record_applies_and_binds_the_job() 
 
     let record = s.record(&id);
     assert_eq!(record["state"], "RUNNING");
-    assert_eq!(record["backendRef"], format!("default/{job}"));
+    assert_eq!(record["backend_ref"], format!("default/{job}"));
     assert_eq!(states(&record), ["OPEN", "SUBMITTED", "RUNNING"]);
     assert_eq!(record["image"], "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt");
-    assert_eq!(record["networkArch"], "dino");
+    assert_eq!(record["network_arch"], "dino");
     assert_eq!(record["action"], "inference");
-    assert_eq!(record["storageTier"], "A");
-    assert_eq!(record["resultsDir"], "/results/infer");
-    assert_eq!(record["backendUid"], created["metadata"]["uid"]);
+    assert_eq!(record["storage_tier"], "A");
+    assert_eq!(record["results_dir"], "/results/infer");
+    assert_eq!(record["backend_uid"], created["metadata"]["uid"]);
     let objects: Vec<(&str, &str)> = record["objects"]
         .as_array()
         .unwrap()
@@ -975,7 +975,7 @@ fn a_server_older_than_1_28_is_refused_for_multi_node_only() {
     let id = single.record_id();
     assert_eq!(run.stdout, format!("{id} vision/classification-evaluate\n"));
     assert_eq!(
-        single.record(&id)["backendRef"],
+        single.record(&id)["backend_ref"],
         "vision/classification-evaluate"
     );
 }
@@ -1241,7 +1241,7 @@ fn in_a_pod_without_a_kubeconfig_the_service_account_is_used() {
         .concat()
     );
     assert_eq!(
-        s.record(&s.record_id())["backendRef"],
+        s.record(&s.record_id())["backend_ref"],
         format!("default/{job}")
     );
     assert_no_leak(&s, &run, &[HF_TOKEN]);
@@ -1372,7 +1372,7 @@ fn submit_replace_runs_an_ended_job_again_and_never_a_running_one() {
     assert_eq!(record["state"], "RUNNING");
     let running = s.object("default", "job", job).unwrap();
     assert_ne!(running["metadata"]["uid"], UID);
-    assert_eq!(record["backendUid"], running["metadata"]["uid"]);
+    assert_eq!(record["backend_uid"], running["metadata"]["uid"]);
     assert_no_leak(&s, &run, &[NGC_KEY]);
 }
 
@@ -1394,7 +1394,7 @@ fn a_dry_run_rejection_marks_the_record_failed_and_applies_nothing() {
         last_reason(&record),
         "the API server refused the manifest (dry run)"
     );
-    assert!(record.get("backendRef").is_none());
+    assert!(record.get("backend_ref").is_none());
 }
 
 #[test]
@@ -1577,8 +1577,8 @@ fn legacy_access_key_and_secret_key_fill_the_aws_keys() {
     assert_no_leak(&s, &run, &[ACCESS_KEY, SECRET_KEY]);
     // Tier C keeps its results in S3, after the pod is gone: the record names the prefix.
     let record = s.record(&s.record_id());
-    assert_eq!(record["storageTier"], "C");
-    assert_eq!(record["resultsDir"], "s3://tao-bucket/runs/yolo-train-s3/");
+    assert_eq!(record["storage_tier"], "C");
+    assert_eq!(record["results_dir"], "s3://tao-bucket/runs/yolo-train-s3/");
 }
 
 #[test]
@@ -2352,6 +2352,152 @@ fn a_record_id_is_shown_escaped() {
     assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
 }
 
+/// A cluster kubectl cannot reach: preflight and submit say how to point kubectl at one, as
+/// the runbook does (kubeconfig, EKS, GKE, AKS, minikube), and change nothing.
+#[test]
+fn an_unreachable_cluster_shows_how_to_configure_kubectl() {
+    let s = Sandbox::new("fixtures/requests/valid/args-mode.yaml");
+    let scenario = s.scenario(
+        "unreachable",
+        "when get --raw /version\n  err Unable to connect to the server: dial tcp 10.0.0.1:443: i/o timeout\n  exit 1",
+    );
+    for verb in ["preflight", "submit"] {
+        let run = s.run(&scenario, &[], &[verb]);
+        assert_refused_by_a_gate(&s, &run, "the cluster of context test-ctx is not reachable");
+        for line in [
+            "tao-k8s: MISSING: no reachable cluster (kubeconfig at ~/.kube/config, $KUBECONFIG, or in-pod service account).",
+            "tao-k8s:   EKS: aws eks update-kubeconfig --name <cluster> --region <region>",
+            "tao-k8s:   GKE: gcloud container clusters get-credentials <cluster> --region <region>",
+            "tao-k8s:   AKS: az aks get-credentials --resource-group <rg> --name <cluster>",
+            "tao-k8s:   local: minikube start",
+        ] {
+            run.assert_stderr(line);
+        }
+    }
+}
+
+/// No kubectl on PATH: the runbook's MISSING line and where to get kubectl.
+#[test]
+fn without_kubectl_preflight_says_how_to_install_it() {
+    let s = Sandbox::new("fixtures/requests/valid/args-mode.yaml");
+    // Every program of the system's PATH but kubectl.
+    let tools = s.path("tools");
+    fs::create_dir(&tools).unwrap();
+    for dir in ["/usr/local/bin", "/usr/bin", "/bin"] {
+        for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            if name == "kubectl" || tools.join(&name).exists() {
+                continue;
+            }
+            std::os::unix::fs::symlink(entry.path(), tools.join(&name)).unwrap();
+        }
+    }
+    let path = tools.display().to_string();
+    for verb in ["preflight", "submit"] {
+        let run = s.run("healthy-cluster", &[("PATH", &path)], &[verb]);
+        assert_refused_by_a_gate(
+            &s,
+            &run,
+            "tao-k8s: MISSING: kubectl not found on PATH. Install kubectl to submit Jobs (https://kubernetes.io/docs/tasks/tools/)",
+        );
+        assert!(run.calls.is_empty(), "{:#?}", run.lines());
+    }
+}
+
+/// The capacity refusal says the runbook's numbers: every pod's GPUs against what the nodes
+/// have allocatable, and where the GPU Operator is when no node has any.
+#[test]
+fn a_capacity_refusal_says_need_and_allocatable() {
+    // Sixteen pods of 8 GPUs; four nodes of 8.
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-16-kueue.yaml");
+    let run = s.run("healthy-cluster", &[], &["preflight"]);
+    assert_refused_by_a_gate(&s, &run, "; insufficient GPUs: need 128, allocatable 32");
+    assert!(!run.stderr.contains("GPU Operator"), "{}", run.stderr);
+    // A cluster of CPU nodes only.
+    let s = Sandbox::new("fixtures/requests/valid/args-mode.yaml");
+    let nodes = r#"{"items": [{"metadata": {"name": "cpu-node-1"}, "spec": {}, "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]}}]}"#;
+    let scenario = s.scenario("no-gpus", &format!("when get nodes -o json\n  out {nodes}"));
+    for verb in ["preflight", "submit"] {
+        let run = s.run(&scenario, &[], &[verb]);
+        assert_refused_by_a_gate(
+            &s,
+            &run,
+            "insufficient GPUs: need 2, allocatable 0; no node has nvidia.com/gpu allocatable: \
+             install the NVIDIA GPU Operator before submitting GPU jobs \
+             (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html)",
+        );
+    }
+}
+
+/// `TAO_SKILL_BANK_ROOT` names a skill bank: its GPU host check runs (`--backend kubernetes
+/// --check-only`) before any kubectl call; its failure stops preflight and submit with the
+/// runbook's remedies, and TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1 skips it.
+#[test]
+fn the_skill_bank_s_host_check_runs_when_tao_skill_bank_root_names_it() {
+    let s = Sandbox::new("fixtures/requests/valid/args-mode.yaml");
+    let bank = s.path("bank");
+    let script =
+        bank.join("skills/platform/tao-setup-nvidia-gpu-host/scripts/setup-nvidia-gpu-host.sh");
+    fs::create_dir_all(script.parent().unwrap()).unwrap();
+    let args = s.path("host-check-args");
+    let write = |code: u8| {
+        fs::write(
+            &script,
+            format!(
+                "#!/bin/bash\nprintf '%s\\n' \"$*\" >'{}'\necho 'driver 580.65 found'\nexit {code}\n",
+                args.display()
+            ),
+        )
+        .unwrap();
+        let mut perms = fs::metadata(&script).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        fs::set_permissions(&script, perms).unwrap();
+    };
+    let bank_root = bank.display().to_string();
+    let env = [
+        ("TAO_SKILL_BANK_ROOT", bank_root.as_str()),
+        ("TAO_K8S_SKIP_NODE_RUNTIME_CHECK", "0"),
+    ];
+    write(0);
+    let run = s.run("healthy-cluster", &env, &["preflight"]);
+    run.assert_code(0);
+    run.assert_stderr("tao-k8s: host check: driver 580.65 found");
+    run.assert_stderr("GPU host runtime check passed");
+    assert_eq!(
+        fs::read_to_string(&args).unwrap(),
+        "--backend kubernetes --check-only\n"
+    );
+
+    write(3);
+    for verb in ["preflight", "submit"] {
+        let run = s.run("healthy-cluster", &env, &[verb]);
+        assert_refused_by_a_gate(
+            &s,
+            &run,
+            "tao-k8s: MISSING: TAO Kubernetes GPU node runtime is not ready.",
+        );
+        run.assert_stderr("--backend kubernetes --install --yes");
+        run.assert_stderr("then set TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1");
+        run.assert_stderr("the GPU host runtime check failed (exit code 3)");
+        assert!(run.calls.is_empty(), "{:#?}", run.lines());
+    }
+
+    fs::remove_file(&args).unwrap();
+    let skipped = s.run(
+        "healthy-cluster",
+        &[("TAO_SKILL_BANK_ROOT", bank_root.as_str())],
+        &["preflight"],
+    );
+    skipped.assert_code(0);
+    assert!(!args.exists(), "the host check ran with the check skipped");
+
+    // Not there: said, not run.
+    fs::remove_file(&script).unwrap();
+    let run = s.run("healthy-cluster", &env, &["preflight"]);
+    run.assert_code(0);
+    run.assert_stderr("is not an executable file: the GPU host runtime check was not run");
+}
+
 /// A context that is not in the kubeconfig, or none at all: kubectl's own reason is shown.
 #[test]
 fn kubectl_s_own_error_is_shown_for_a_missing_context() {
@@ -3006,7 +3152,7 @@ fn racing_submits_leave_one_running_job_and_one_running_record() {
             .collect();
         assert_eq!(running.len(), 1, "{running:#?}");
         let stored = s.object("default", "job", job).unwrap();
-        assert_eq!(running[0]["backendUid"], stored["metadata"]["uid"]);
+        assert_eq!(running[0]["backend_uid"], stored["metadata"]["uid"]);
         // What the winner created is all there, attached to its Job.
         let secret = s
             .object("default", "secret", &format!("{job}-creds"))
@@ -3090,7 +3236,7 @@ fn a_record_with_a_bad_backend_ref_is_refused() {
             .unwrap()
             .replace("default/classification-evaluate", bad);
         let mut record: Value = serde_json::from_str(&text).unwrap();
-        record["backendRef"] = bad.into();
+        record["backend_ref"] = bad.into();
         fs::write(&path, serde_json::to_string_pretty(&record).unwrap()).unwrap();
         for verb in ["cancel", "status", "logs"] {
             let run = s.run("healthy-cluster", &[], &[verb, "--record", &id]);
@@ -3130,7 +3276,7 @@ fn hostile_bytes_in_the_service_account_namespace_are_shown_escaped() {
 /// same table: a bundle that renders can always open its record.
 #[test]
 fn a_results_dir_over_the_record_limit_is_refused_at_render() {
-    let limit = tao_k8s::record::field_limit("resultsDir");
+    let limit = tao_k8s::record::field_limit("results_dir");
     let dir = tempfile::tempdir().unwrap();
     let original =
         fs::read_to_string(Path::new(ROOT).join("fixtures/requests/valid/args-mode.yaml")).unwrap();

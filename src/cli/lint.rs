@@ -320,7 +320,13 @@ fn read_and_lint(
             Err(e) => return Err(e.report(out)),
         };
         match tao_k8s::lint::lint_masked(&source, selection) {
-            Ok((found, spans)) => {
+            Ok((mut found, spans)) => {
+                if let Some(request) = request_findings(&source) {
+                    // Not an unknown kind: a request, checked as `render` checks it.
+                    found.retain(|r| r.diagnostic.code != tao_k8s::codes::UNKNOWN_KIND);
+                    found.extend(request);
+                    found.sort_by_key(|r| (r.line, r.column, r.diagnostic.code));
+                }
                 reports.push((source, found));
                 masks.push(spans);
             }
@@ -336,6 +342,49 @@ fn read_and_lint(
         }
     }
     Ok((reports, masks, broken))
+}
+
+/// When `source` is one action request (`tao-k8s/v1` `ActionRequest`), the findings of the
+/// request's own checks and staging: the codes, messages and positions `render` reports.
+fn request_findings(source: &Source) -> Option<Vec<Reported>> {
+    // Parsed a second time only when it may be one: a large manifest is not.
+    let text = source.text();
+    if !text.contains("ActionRequest") || !text.contains("tao-k8s/v1") {
+        return None;
+    }
+    let stream = tao_k8s::yaml::parse(source, tao_k8s::yaml::Limits::default()).ok()?;
+    let [document] = stream.documents.as_slice() else {
+        return None;
+    };
+    let json = document.to_json();
+    if json["apiVersion"] != "tao-k8s/v1" || json["kind"] != "ActionRequest" {
+        return None;
+    }
+    let name = json["metadata"]["name"].as_str().unwrap_or_default();
+    let object = match json["metadata"]["namespace"].as_str() {
+        Some(ns) => format!("ActionRequest/{ns}/{name}"),
+        None => format!("ActionRequest/{name}"),
+    };
+    let found = tao_k8s::compile::check_request(source)
+        .into_iter()
+        .map(|diagnostic| {
+            let at = diagnostic
+                .labels
+                .iter()
+                .find(|l| l.primary)
+                .or(diagnostic.labels.first())
+                .map_or(0, |l| l.span.start);
+            let (line, column) = source.line_col(at);
+            Reported {
+                json_path: diagnostic.path.clone().unwrap_or_default(),
+                object: Some(object.clone()),
+                line,
+                column,
+                diagnostic,
+            }
+        })
+        .collect();
+    Some(found)
 }
 
 /// Code frames, each report framed with its object, and masked again by its source's redactor.

@@ -103,12 +103,13 @@ enum Action {
         #[arg(long)]
         gone: bool,
     },
-    /// Print a record as JSON, or one top-level field's value as plain text.
+    /// Print a record as JSON (snake_case keys, as tao_job_record.py names them), or one
+    /// top-level field's value as plain text.
     Show {
         /// The record id.
         id: String,
-        /// Only this field (e.g. backendRef, state; or as tao_job_record.py names them,
-        /// backend_ref, results_dir); exit 1 if the record has none.
+        /// Only this field (e.g. backend_ref, results_dir, state; the camelCase names of
+        /// records written before, backendRef, are taken too); exit 1 if the record has none.
         #[arg(long)]
         field: Option<String>,
     },
@@ -121,9 +122,9 @@ enum Action {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum ListFormat {
-    /// One line per record: id, state, backendRef (or -), action, image.
+    /// One line per record: id, state, backend_ref (or -), action, image.
     Text,
-    /// A JSON array of the records.
+    /// A JSON array of the records, snake_case keys as `show` prints them.
     Json,
 }
 
@@ -234,21 +235,20 @@ fn show(record: &Record, field: Option<&str>) -> ExitCode {
     let Some(field) = field else {
         return emit(&(pretty(record) + "\n"));
     };
-    // A `Value` map sorts its keys, so only the one field goes through it. A snake_case name
-    // (`backend_ref`) is the camelCase field (`backendRef`).
-    let mut camel = String::new();
-    let mut words = field.split('_');
-    camel.extend(words.next());
-    for word in words {
-        let mut chars = word.chars();
-        camel.extend(chars.next().map(|c| c.to_ascii_uppercase()));
-        camel.push_str(chars.as_str());
+    // A `Value` map sorts its keys, so only the one field goes through it. A camelCase name
+    // (`backendRef`, as records were written before) is the snake_case field (`backend_ref`).
+    let mut snake = String::new();
+    for c in field.chars() {
+        if c.is_ascii_uppercase() {
+            snake.push('_');
+        }
+        snake.push(c.to_ascii_lowercase());
     }
     match serde_json::to_value(record)
         .expect("records serialize")
-        .get(&camel)
+        .get(&snake)
     {
-        // Strings bare, so `$(... --field backendRef)` is the value itself.
+        // Strings bare, so `$(... --field backend_ref)` is the value itself.
         Some(Value::String(s)) => emit(&format!("{s}\n")),
         Some(other) => emit(&(pretty(other) + "\n")),
         None => {

@@ -390,6 +390,23 @@ fn compile_all(
         for object in product.objects() {
             owners.insert(key_of(object), i);
         }
+        // Printed manifests lack the Secrets `job.sh submit` would make: say which to make.
+        if let Output::Manifests(_) = output {
+            let needed =
+                tao_k8s::driver::credentials::needed_secrets(&compiled.plan, &compiled.objects);
+            let lines =
+                tao_k8s::driver::credentials::needed_note(&needed, &compiled.plan.namespace);
+            if let Some((first, rest)) = lines.split_first() {
+                if requests.many {
+                    out.note(&format!("{}: {first}", source.name()));
+                } else {
+                    out.note(first);
+                }
+                for line in rest {
+                    eprintln!("{}", tao_k8s::diag::printable(line));
+                }
+            }
+        }
         let map = serde_json::to_string_pretty(&compiled.plan.staging_map)
             .expect("the map serializes")
             + "\n";

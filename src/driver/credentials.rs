@@ -125,6 +125,134 @@ pub fn ngc_pull_secret(
     })))
 }
 
+/// A Secret the Job reads that `render` does not print and `job.sh submit` creates from the
+/// submitter's environment: a `render | kubectl apply -f -` needs it made first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Needed {
+    pub name: String,
+    /// Keys the pod cannot start without, and keys it reads when they are there.
+    pub keys: Vec<String>,
+    pub optional: Vec<String>,
+    pub kind: NeededKind,
+}
+
+/// What a [`Needed`] Secret is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NeededKind {
+    /// The credentials Secret `<job>-creds`.
+    Credentials,
+    /// The nvcr.io pull Secret made from NGC_KEY (`<job>-ngc`).
+    NgcPull,
+}
+
+/// The Secrets `job.sh submit` would create that `objects` (what `render` prints) reference
+/// and do not hold: the credentials Secret (unless the request names its own in
+/// `credentials.secretName`, which exists already), then the NGC pull Secret. Secrets the
+/// request names are the submitter's own and not listed. Empty when the output is whole.
+pub fn needed_secrets(plan: &crate::plan::Plan, objects: &[Value]) -> Vec<Needed> {
+    let mut referenced = std::collections::BTreeSet::new();
+    secret_refs(&Value::Array(objects.to_vec()), &mut referenced);
+    for object in objects.iter().filter(|o| o["kind"] == "Secret") {
+        if let Some(name) = object["metadata"]["name"].as_str() {
+            referenced.remove(name);
+        }
+    }
+    let run = &plan.run;
+    let credentials = plan
+        .credentials_secret
+        .iter()
+        .filter(|_| !plan.names.secret_named)
+        .map(|name| Needed {
+            name: name.clone(),
+            keys: run.required_keys.clone(),
+            optional: run.optional_keys.clone(),
+            kind: NeededKind::Credentials,
+        });
+    let pull = plan.ngc_pull_secret.iter().map(|name| Needed {
+        name: name.clone(),
+        keys: vec![".dockerconfigjson".into()],
+        optional: Vec::new(),
+        kind: NeededKind::NgcPull,
+    });
+    credentials
+        .chain(pull)
+        .filter(|n| referenced.contains(&n.name))
+        .collect()
+}
+
+/// Every Secret name `value` references: `secretKeyRef`, `envFrom[].secretRef`, secret
+/// volumes and projections, `imagePullSecrets`.
+fn secret_refs(value: &Value, out: &mut std::collections::BTreeSet<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                let name = match key.as_str() {
+                    "secretKeyRef" | "secretRef" => v["name"].as_str(),
+                    "secret" => v["secretName"].as_str().or(v["name"].as_str()),
+                    _ => None,
+                };
+                if let Some(name) = name {
+                    out.insert(name.to_string());
+                }
+                if key == "imagePullSecrets" {
+                    for s in v.as_array().into_iter().flatten() {
+                        if let Some(name) = s["name"].as_str() {
+                            out.insert(name.to_string());
+                        }
+                    }
+                }
+                secret_refs(v, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| secret_refs(v, out)),
+        _ => {}
+    }
+}
+
+/// What `render` says on stderr of the [`needed_secrets`] in `namespace`, line by line: each
+/// Secret, its keys and the kubectl line that makes it from a file of the submitter's. Names
+/// only, never a value: the files are placeholders. Empty when none is needed.
+pub fn needed_note(needed: &[Needed], namespace: &str) -> Vec<String> {
+    if needed.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![format!(
+        "the Job reads Secrets this output does not hold; create them in namespace {namespace} \
+         before `kubectl apply` (`job.sh submit` of `render --out DIR` creates them from your \
+         environment):"
+    )];
+    for n in needed {
+        match n.kind {
+            NeededKind::Credentials => {
+                let mut line = format!("  Secret {}: keys {}", n.name, n.keys.join(", "));
+                if !n.optional.is_empty() {
+                    line += &format!(" (optional: {})", n.optional.join(", "));
+                }
+                lines.push(line);
+                lines.push(format!(
+                    "    kubectl create secret generic {} -n {namespace} \
+                     --from-env-file=<path/to/{}.env>   (one KEY=value line per key)",
+                    n.name, n.name
+                ));
+            }
+            NeededKind::NgcPull => {
+                lines.push(format!(
+                    "  Secret {}: the nvcr.io pull Secret, key .dockerconfigjson (user \
+                     {NGC_USERNAME}, password your NGC API key)",
+                    n.name
+                ));
+                lines.push(format!(
+                    "    kubectl create secret generic {} -n {namespace} \
+                     --type=kubernetes.io/dockerconfigjson \
+                     --from-file=.dockerconfigjson=<path/to/docker-config.json>",
+                    n.name
+                ));
+            }
+        }
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +322,45 @@ mod tests {
             missing.unwrap_err(),
             "AWS_SECRET_ACCESS_KEY is not set in the environment"
         );
+    }
+
+    #[test]
+    fn only_secrets_the_objects_reference_and_do_not_hold_are_needed() {
+        let objects = vec![json!({
+            "kind": "Job",
+            "spec": {"template": {"spec": {
+                "imagePullSecrets": [{"name": "j-ngc"}, {"name": "team-pull"}],
+                "containers": [{
+                    "envFrom": [{"secretRef": {"name": "j-creds"}}],
+                    "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "j-creds", "key": "S3_ENDPOINT_URL"}}}]
+                }]
+            }}}
+        })];
+        let mut refs = std::collections::BTreeSet::new();
+        secret_refs(&Value::Array(objects.clone()), &mut refs);
+        assert_eq!(
+            refs.into_iter().collect::<Vec<_>>(),
+            ["j-creds", "j-ngc", "team-pull"]
+        );
+        let needed = vec![
+            Needed {
+                name: "j-creds".into(),
+                keys: vec!["AWS_ACCESS_KEY_ID".into()],
+                optional: vec!["S3_ENDPOINT_URL".into()],
+                kind: NeededKind::Credentials,
+            },
+            Needed {
+                name: "j-ngc".into(),
+                keys: vec![".dockerconfigjson".into()],
+                optional: vec![],
+                kind: NeededKind::NgcPull,
+            },
+        ];
+        let note = needed_note(&needed, "vision").join("\n");
+        assert!(note.contains("kubectl create secret generic j-creds -n vision --from-env-file="));
+        assert!(note.contains("keys AWS_ACCESS_KEY_ID (optional: S3_ENDPOINT_URL)"));
+        assert!(note.contains("--type=kubernetes.io/dockerconfigjson"));
+        assert!(needed_note(&[], "vision").is_empty());
     }
 
     #[test]

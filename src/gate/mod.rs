@@ -464,7 +464,8 @@ fn fit_gate(work: &Workload, cluster: &Cluster, opts: &Options) -> Verdict {
     let idle: u64 = judged.iter().map(|j| j.idle).fold(0, u64::saturating_add);
     let now: u64 = judged.iter().map(|j| j.now).fold(0, u64::saturating_add);
     if idle < wanted {
-        return never_fits(&judged, cluster, wanted, idle, &asks);
+        let gpus = gpus_short(work, cluster);
+        return never_fits(&judged, cluster, wanted, idle, &asks, &gpus);
     }
     if cluster.pods.is_none() {
         return fit_verdict(
@@ -525,6 +526,7 @@ fn never_fits(
     wanted: u64,
     idle: u64,
     asks: &str,
+    gpus: &str,
 ) -> Verdict {
     let places = if idle == 0 {
         "no node can take one".to_string()
@@ -553,11 +555,48 @@ fn never_fits(
         Outcome::Refuse,
         Fit::NeverFits,
         format!(
-            "never fits: {wanted} {} requesting {asks} each, {places}{why}",
+            "never fits: {wanted} {} requesting {asks} each, {places}{why}{gpus}",
             pods_word(wanted)
         ),
         Vec::new(),
     )
+}
+
+/// Where the NVIDIA GPU Operator's install guide is: what puts `nvidia.com/gpu` on the nodes.
+pub const GPU_OPERATOR_GUIDE: &str =
+    "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html";
+
+/// The runbook's capacity line for a Job that asks for more GPUs than the nodes have in all:
+/// `; insufficient GPUs: need N, allocatable M` (every pod's GPUs against the sum over the
+/// nodes), and where the GPU Operator is when no node has any. Empty otherwise.
+fn gpus_short(work: &Workload, cluster: &Cluster) -> String {
+    let per_pod = work.gpus();
+    if per_pod <= 0 {
+        return String::new();
+    }
+    let need = per_pod.saturating_mul(i128::from(work.pods));
+    let allocatable = cluster
+        .nodes
+        .iter()
+        .filter_map(|n| n.status.allocatable.get("nvidia.com/gpu"))
+        .map(objects::amount)
+        .fold(0i128, i128::saturating_add);
+    if allocatable >= need {
+        // Enough GPUs in the sum: the nodes' own reasons above say why none takes a pod.
+        return String::new();
+    }
+    let mut line = format!(
+        "; insufficient GPUs: need {}, allocatable {}",
+        fit::show("nvidia.com/gpu", need),
+        fit::show("nvidia.com/gpu", allocatable)
+    );
+    if allocatable == 0 {
+        line += &format!(
+            "; no node has nvidia.com/gpu allocatable: install the NVIDIA GPU Operator \
+             before submitting GPU jobs ({GPU_OPERATOR_GUIDE})"
+        );
+    }
+    line
 }
 
 /// An idle cluster has room, the running pods leave too little now: whether to wait depends on
@@ -897,8 +936,10 @@ mod tests {
         ];
         let v = fit_of(&w, &cluster(nodes, vec![]), &Options::default());
         assert!(
-            v.message
-                .ends_with("closest: gpu-1: 2 nvidia.com/gpu allocatable, the pod requests 8"),
+            v.message.ends_with(
+                "closest: gpu-1: 2 nvidia.com/gpu allocatable, the pod requests 8; \
+                 insufficient GPUs: need 8, allocatable 6"
+            ),
             "{}",
             v.message
         );

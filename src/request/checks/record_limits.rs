@@ -35,7 +35,7 @@ fn check(c: &mut Checker, req: &ActionRequest) {
     };
     for (field, at, value) in [
         ("image", "spec.image", req.spec.image.as_str()),
-        ("resultsDir", results.0, results.1),
+        ("results_dir", results.0, results.1),
     ] {
         let limit = crate::record::field_limit(field);
         if value.len() > limit {
@@ -71,13 +71,13 @@ mod tests {
         assert_eq!(found, [("TK006", "spec.image")]);
         let dir = format!(
             "/results/{}",
-            "d".repeat(crate::record::field_limit("resultsDir"))
+            "d".repeat(crate::record::field_limit("results_dir"))
         );
         let found = reports(&super::CHECK, |r| r["spec"]["resultsDir"] = json!(dir));
         assert_eq!(found, [("TK006", "spec.resultsDir")]);
         let uri = format!(
             "s3://tao-results/{}",
-            "u".repeat(crate::record::field_limit("resultsDir"))
+            "u".repeat(crate::record::field_limit("results_dir"))
         );
         let found = reports(&super::CHECK, |r| {
             r["spec"]["storage"]["tier"] = json!("C");
