@@ -1705,6 +1705,28 @@ fn status_records_an_oom_killed_tier_c_action_and_its_uploader() {
     assert_eq!(run.mutations(), Vec::<String>::new());
 }
 
+/// From 1.29 the tier C uploader is a native sidecar, whose exit code does not count in the
+/// pod's phase: the Job is Complete though the upload failed. The record ends FAILED and says so.
+#[test]
+fn status_records_a_failed_upload_sidecar_as_failed() {
+    let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
+    s.preload("job-yolo-complete.json");
+    let id = s.running_record("default/yolo-train-s3");
+    let run = s.run("tier-c-upload-failed", &[], &["status", "--record", &id]);
+    run.assert_code(0);
+    let pod = "yolo-train-s3-x7k2p: Succeeded on gpu-node-1, tao terminated Completed, exit code 0, \
+               upload-results terminated Error, exit code 1";
+    assert!(run.stdout.contains(pod), "{}", run.stdout);
+    let record = s.record(&id);
+    assert_eq!(states(&record), ["OPEN", "SUBMITTED", "RUNNING", "FAILED"]);
+    assert!(
+        last_reason(&record).contains("a sidecar failed") && last_reason(&record).ends_with(pod),
+        "{}",
+        last_reason(&record)
+    );
+    assert_eq!(run.mutations(), Vec::<String>::new());
+}
+
 #[test]
 fn logs_of_one_index() {
     let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");

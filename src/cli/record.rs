@@ -339,7 +339,11 @@ pub(crate) fn job_status(
     }
     let code = emit(&tao_k8s::cluster::status::text(job, pods));
     let mark = match job.state() {
-        "succeeded" => Some((State::Succeeded, None)),
+        // From 1.29 the tier C upload is a sidecar, whose failure leaves the Job Complete.
+        "succeeded" => Some(match tao_k8s::cluster::status::failed_sidecar(pods) {
+            Some(why) => (State::Failed, Some(tao_k8s::diag::printable(&why))),
+            None => (State::Succeeded, None),
+        }),
         "failed" => Some((
             State::Failed,
             Some(

@@ -220,6 +220,30 @@ pub fn terminal_reason(job: &Job, pods: &[Pod]) -> Option<String> {
     Some(reason)
 }
 
+/// Why a Job that succeeded did not do all its work: a pod whose native sidecar (the tier C
+/// upload, from Kubernetes 1.29) ended with an exit code other than 0. A sidecar's exit does
+/// not count in its pod's phase, so the Job is Complete where the results may never have
+/// reached their bucket. `None` when every sidecar ended well.
+pub fn failed_sidecar(pods: &[Pod]) -> Option<String> {
+    let mut sorted: Vec<&Pod> = pods.iter().collect();
+    sorted.sort_by_key(|p| (index(p).unwrap_or(u64::MAX), p.metadata.name.clone()));
+    let pod = sorted.into_iter().find(|p| {
+        p.status.phase == "Succeeded"
+            && p.status.init_container_statuses.iter().any(|c| {
+                is_sidecar(p, &c.name)
+                    && c.state
+                        .terminated
+                        .as_ref()
+                        .is_some_and(|t| t.exit_code.unwrap_or(0) != 0)
+            })
+    })?;
+    Some(format!(
+        "the action succeeded, but a sidecar failed (the results upload: what it did not upload \
+         is lost with the pod); {}",
+        pod_line(pod)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,9 +287,17 @@ mod tests {
         );
         // The pod succeeds with its action: the upload that failed is said all the same.
         assert_eq!(
-            pod_line(&tier_c("Succeeded", done, upload_failed)),
+            pod_line(&tier_c("Succeeded", done.clone(), upload_failed.clone())),
             "j-abc: Succeeded on gpu-node-1, tao terminated Completed, exit code 0, \
              upload-results terminated Error, exit code 1"
+        );
+        assert!(
+            failed_sidecar(&[tier_c("Succeeded", done.clone(), upload_failed.clone())])
+                .is_some_and(|r| r.contains("upload-results terminated Error, exit code 1"))
+        );
+        assert_eq!(
+            failed_sidecar(&[tier_c("Succeeded", done.clone(), done.clone())]),
+            None
         );
         // A regular uploader that failed the pod is the telling container.
         let regular = pod(json!({
