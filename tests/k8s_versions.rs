@@ -126,6 +126,43 @@ fn versions_outside_the_range_are_refused_with_the_range() {
     }
 }
 
+/// A kind a built-in group does not define is refused as the API server refuses it ("no
+/// matches for kind"), naming the nearest kind or the group's versions: no custom resource
+/// lives in `v1`, `apps` or `networking.k8s.io`. A list stays a note: kubectl takes it apart.
+#[test]
+fn a_kind_unknown_in_a_built_in_group_is_an_error_naming_the_nearest() {
+    for (api, kind, help) in [
+        ("v1", "configmap", "did you mean `kind: ConfigMap`?"),
+        ("batch/v1", "CronJobs", "did you mean `kind: CronJob`?"),
+        (
+            "networking.k8s.io/v1",
+            "Ingres",
+            "did you mean `kind: Ingress`?",
+        ),
+        ("apps/v2", "Deployment", "use `apiVersion: apps/v1`"),
+        (
+            "v1",
+            "Frobnicator",
+            "v1 serves: Binding, ComponentStatus, ConfigMap",
+        ),
+    ] {
+        let text = format!("apiVersion: {api}\nkind: {kind}\nmetadata: {{name: x}}\n");
+        for version in ["1.28", "1.37"] {
+            let (code, stdout, _) = lint(&text, &["--kube-version", version]);
+            assert_eq!(code, Some(1), "{api} {kind}: {stdout}");
+            assert!(stdout.contains("error[TK201]"), "{api} {kind}: {stdout}");
+            assert!(stdout.contains(help), "{api} {kind}: {stdout}");
+            assert!(!stdout.contains("TK021"), "{api} {kind}: {stdout}");
+        }
+    }
+    for list in ["List", "ConfigMapList"] {
+        let text = format!("apiVersion: v1\nkind: {list}\nitems: []\n");
+        let (code, stdout, _) = lint(&text, &["--fail-on", "warning"]);
+        assert_eq!(code, Some(0), "{list}: {stdout}");
+        assert!(stdout.contains("note[TK021]"), "{list}: {stdout}");
+    }
+}
+
 #[test]
 fn a_custom_resource_is_a_note_in_every_version() {
     let cr = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: q}\n";

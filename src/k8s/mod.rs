@@ -359,6 +359,66 @@ pub fn kind(api_version: &str, kind: &str, version: KubeVersion) -> Kind {
     Kind::Unknown
 }
 
+/// Whether `api_version` is of a group Kubernetes defines (`v1`, `apps/v1`, `batch/...`,
+/// `networking.k8s.io/...` in any supported version): no custom resource lives there, so a
+/// kind it does not know there is a mistake, not a CRD's.
+fn builtin_group(api_version: &str) -> bool {
+    let wanted = group(api_version);
+    VERSIONS
+        .iter()
+        .flat_map(|v| v.kinds.iter())
+        .any(|(v, _, _)| group(v) == wanted)
+        || REMOVED_BEFORE.iter().any(|(v, _, _, _)| group(v) == wanted)
+}
+
+/// What is wrong with `apiVersion`/`kind` of a built-in group that `version` does not know
+/// (see [`builtin_group`]), with a did-you-mean: the kind (`configmap` in `v1`) or the
+/// version of the group (`apps/v2`). `None` for a group Kubernetes does not define, and for
+/// a list, which is no object the API server stores.
+pub fn unknown_in_builtin_group(
+    api_version: &str,
+    kind: &str,
+    version: KubeVersion,
+) -> Option<(String, String)> {
+    // A list (`v1 List`, `ConfigMapList`) is taken apart by kubectl, item by item.
+    if !builtin_group(api_version) || kind.ends_with("List") {
+        return None;
+    }
+    let here: Vec<(&str, &str)> = kinds(version).collect();
+    let of_version: Vec<&str> = here
+        .iter()
+        .filter(|(v, _)| *v == api_version)
+        .map(|&(_, k)| k)
+        .collect();
+    if !of_version.is_empty() {
+        let help = match crate::kube::nearest(kind, of_version.iter().copied()) {
+            Some(near) => format!("did you mean `kind: {near}`? (kinds are case-sensitive)"),
+            None => format!("{api_version} serves: {}", of_version.join(", ")),
+        };
+        return Some((
+            format!("{api_version} has no kind `{kind}` in Kubernetes {version}"),
+            help,
+        ));
+    }
+    let mut served: Vec<&str> = here
+        .iter()
+        .filter(|(v, k)| group(v) == group(api_version) && *k == kind)
+        .map(|&(v, _)| v)
+        .collect();
+    served.dedup();
+    let help = match served.as_slice() {
+        [] => format!(
+            "the group `{}` serves no `{kind}` in {version}",
+            group(api_version)
+        ),
+        _ => format!("use `apiVersion: {}`", served.join("` or `")),
+    };
+    Some((
+        format!("Kubernetes {version} serves no {api_version} {kind}"),
+        help,
+    ))
+}
+
 /// The built-in kinds of a version, as `(apiVersion, kind)`.
 pub fn kinds(version: KubeVersion) -> impl Iterator<Item = (&'static str, &'static str)> {
     Version::of(version)

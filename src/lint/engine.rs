@@ -147,6 +147,8 @@ impl<'s> Pass<'s> {
         if self.schema_checked
             && crate::k8s::kind(doc.api_version, doc.kind, self.kube_version)
                 == crate::k8s::Kind::Unknown
+            && crate::k8s::unknown_in_builtin_group(doc.api_version, doc.kind, self.kube_version)
+                .is_none()
         {
             self.custom_kind(&doc, &node, index);
         }

@@ -7,7 +7,8 @@ crate::rule! {
     /// version given by `--kube-version` (default: the newest supported): unknown
     /// fields, wrong types, missing required fields, values the API server cannot decode
     /// (quantities, base64, date-times, 32-bit integers, fixed sets like `restartPolicy`),
-    /// fields only a newer version has, and API versions that version no longer serves.
+    /// fields only a newer version has, API versions that version no longer serves, and
+    /// kinds or versions a built-in group does not define (`kind: configmap` in `v1`).
     ///
     /// Why it matters: an unknown field is dropped silently by `kubectl apply` without
     /// `--validate=strict` (a typo like `restartPolicyy` simply does nothing), a wrong type
@@ -69,8 +70,15 @@ impl StrictSchema {
                     "check against the cluster's version with --kube-version {since}, or use an API version {version} serves"
                 )),
             ),
-            // Not built in: the lint's unknown-kind note says so.
-            Kind::Served | Kind::Unknown => return,
+            // Unknown in a group Kubernetes defines: no custom resource lives there.
+            Kind::Unknown => {
+                match k8s::unknown_in_builtin_group(doc.api_version, doc.kind, version) {
+                    Some((message, help)) => (message, Some(help)),
+                    // Not built in: the lint's unknown-kind note says so.
+                    None => return,
+                }
+            }
+            Kind::Served => return,
         };
         let span = doc
             .root
