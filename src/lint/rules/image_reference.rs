@@ -11,8 +11,8 @@ crate::rule! {
     /// joined by `.`, with an optional numeric port; the tag is at most 128 letters, digits,
     /// `_`, `.` and `-`, not starting with `.` or `-`; a digest is `sha256:` and 64 (or
     /// `sha384:` 96, `sha512:` 128) lowercase hex digits; the name is at most 255
-    /// characters. An empty image, or one with spaces or control characters, is reported
-    /// too.
+    /// characters. A missing or empty image, or one with spaces or control characters, is
+    /// reported too.
     ///
     /// Why it matters: the API server accepts any non-empty image (only a Pod's may not
     /// start or end with a space), so the Job is created; the kubelet then cannot parse the
@@ -35,7 +35,25 @@ impl Rule for ImageReference {
     fn check(&self, doc: &Document, out: &mut Findings) {
         let mut report = Report::new(doc, out);
         for (path, container) in all_containers(doc) {
-            let Some(node) = container.get("image") else {
+            let image = container.get("image");
+            if !matches!(container.value, crate::yaml::Value::Map(_)) {
+                continue; // the strict schema says what it should be
+            }
+            // The API server requires a non-empty image of every container, in a Pod and in a
+            // template (`validateContainerCommon`: `image: Required value`).
+            if image.is_none_or(|node| text(node) == Some("")) {
+                report.at(
+                    key(&path.get(), "image"),
+                    image.unwrap_or(container),
+                    format!(
+                        "container `{}` has no `image`: the API server refuses it (image: Required value)",
+                        container_name(container)
+                    ),
+                    "name the image the container runs, e.g. `nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt`",
+                );
+                continue;
+            }
+            let Some(node) = image else {
                 continue;
             };
             let Some(image) = text(node) else {
