@@ -131,6 +131,11 @@ impl ContainerPath {
         p.push(Step::Index(self.index));
         p
     }
+
+    /// The list the container is in: `initContainers`, `containers` or `ephemeralContainers`.
+    pub fn list(&self) -> &'static str {
+        self.list
+    }
 }
 
 /// Every container of the pod spec (init, main and ephemeral), with where it is.

@@ -9,7 +9,10 @@ crate::rule! {
     /// `protocol` TCP, UDP or SCTP; `name`, when set, an IANA service name (at most 15
     /// lowercase letters, digits and `-`, with at least one letter, no `-` at either end, no
     /// `--`), and not used twice in one container. (Port names are checked per container,
-    /// as the API server does; a Service's `targetPort` by name picks the first match.)
+    /// as the API server does; a Service's `targetPort` by name picks the first match.) No
+    /// two ports of the pod's containers bind one `hostPort` with the same protocol and
+    /// `hostIP` (the server's `Duplicate value: "TCP//9101"`); a `hostPort` the API server
+    /// fills in for `hostNetwork` pods is not counted.
     ///
     /// Why it matters: the API server refuses the pod, or the Job or Deployment whose
     /// template holds it. Port names longer than 15 characters (`prometheus-metrics`) are
@@ -32,6 +35,9 @@ const PROTOCOLS: &[&str] = &["TCP", "UDP", "SCTP"];
 impl Rule for ContainerPorts {
     fn check(&self, doc: &Document, out: &mut Findings) {
         let mut report = Report::new(doc, out);
+        // `protocol/hostIP/hostPort` of the main containers' ports, as the API server's
+        // `AccumulateUniqueHostPorts` keys them (the protocol defaulted to TCP).
+        let mut host_ports = HashSet::new();
         for (path, container) in all_containers(doc) {
             let Some(ports) = container.get("ports") else {
                 continue;
@@ -62,14 +68,29 @@ impl Rule for ContainerPorts {
                 if let Some(node) = port.get("hostPort")
                     && let Some(n) = int(node)
                     && n != 0
-                    && !(1..=65535).contains(&n)
                 {
-                    report.at(
-                        key(&at(), "hostPort"),
-                        node,
-                        format!("`hostPort: {n}` is not in 1-65535"),
-                        "",
-                    );
+                    let protocol = port.get("protocol").and_then(text).unwrap_or("TCP");
+                    let ip = port.get("hostIP").and_then(text).unwrap_or("");
+                    let bound = format!("{protocol}/{ip}/{n}");
+                    if !(1..=65535).contains(&n) {
+                        report.at(
+                            key(&at(), "hostPort"),
+                            node,
+                            format!("`hostPort: {n}` is not in 1-65535"),
+                            "",
+                        );
+                    } else if path.list() == "containers" && !host_ports.insert(bound.clone()) {
+                        report.at(
+                            key(&at(), "hostPort"),
+                            node,
+                            format!(
+                                "`hostPort: {n}` is bound twice in this pod (Duplicate value: \"{}\")",
+                                crate::diag::shown(&bound, 80)
+                            ),
+                            "give each port its own `hostPort`, or drop `hostPort` (a Service \
+                             reaches the container without it)",
+                        );
+                    }
                 }
                 if let Some(node) = port.get("protocol")
                     && let Some(p) = text(node)
