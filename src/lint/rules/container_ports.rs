@@ -69,9 +69,6 @@ impl Rule for ContainerPorts {
                     && let Some(n) = int(node)
                     && n != 0
                 {
-                    let protocol = port.get("protocol").and_then(text).unwrap_or("TCP");
-                    let ip = port.get("hostIP").and_then(text).unwrap_or("");
-                    let bound = format!("{protocol}/{ip}/{n}");
                     if !(1..=65535).contains(&n) {
                         report.at(
                             key(&at(), "hostPort"),
@@ -79,17 +76,24 @@ impl Rule for ContainerPorts {
                             format!("`hostPort: {n}` is not in 1-65535"),
                             "",
                         );
-                    } else if path.list() == "containers" && !host_ports.insert(bound.clone()) {
-                        report.at(
-                            key(&at(), "hostPort"),
-                            node,
-                            format!(
-                                "`hostPort: {n}` is bound twice in this pod (Duplicate value: \"{}\")",
-                                crate::diag::shown(&bound, 80)
-                            ),
-                            "give each port its own `hostPort`, or drop `hostPort` (a Service \
-                             reaches the container without it)",
-                        );
+                    } else if path.list() == "containers" {
+                        let protocol = port.get("protocol").and_then(text).unwrap_or("TCP");
+                        let ip = port.get("hostIP").and_then(text).unwrap_or("");
+                        let bound = format!("{protocol}/{ip}/{n}");
+                        if host_ports.contains(&bound) {
+                            report.at(
+                                key(&at(), "hostPort"),
+                                node,
+                                format!(
+                                    "`hostPort: {n}` is bound twice in this pod (Duplicate value: \"{}\")",
+                                    crate::diag::shown(&bound, 80)
+                                ),
+                                "give each port its own `hostPort`, or drop `hostPort` (a Service \
+                                 reaches the container without it)",
+                            );
+                        } else {
+                            host_ports.insert(bound);
+                        }
                     }
                 }
                 if let Some(node) = port.get("protocol")
