@@ -28,6 +28,9 @@ const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
 const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
 const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
 const MICRO_TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
+/// A CRD schema's `default`, `enum` values and `example`: any JSON value, as its upstream
+/// description says, though its schema says `type: object`.
+const JSON_VALUE: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON";
 
 /// Fields whose values the API server restricts to a fixed set, written out because the
 /// OpenAPI data k8s-openapi is generated from carries no enums. Only fields that the API
@@ -255,6 +258,7 @@ fn named(name: &str, schemas: &Map<String, Value>) -> Result<String, String> {
         QUANTITY => "quantity".into(),
         INT_OR_STRING => "int-or-string".into(),
         TIME | MICRO_TIME => "date-time".into(),
+        JSON_VALUE => "any".into(),
         _ => {
             let schema = schemas
                 .get(name)
