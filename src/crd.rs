@@ -1,26 +1,20 @@
 //! Custom resources, checked against the `openAPIV3Schema` of their CustomResourceDefinitions
-//! (`tao-k8s lint --crd PATH`), as the API server's strict field validation checks them.
-//!
-//! A CRD's schema is a structural OpenAPI v3 schema, not a JSON Schema: `nullable`,
-//! `x-kubernetes-int-or-string`, `x-kubernetes-embedded-resource` and
-//! `x-kubernetes-preserve-unknown-fields` change what it admits, and a field the schema does not
-//! declare is pruned by the API server (refused under `--validate=strict`). Each schema is turned
-//! into the JSON Schema (draft 4, whose `exclusiveMinimum` is OpenAPI 3.0's) that admits the same
-//! objects and refuses unknown fields, and compiled the first time an object of its kind is met.
-//! CEL rules (`x-kubernetes-validations`) and list types are not checked.
+//! (`tao-k8s lint --crd PATH`), as the API server checks them on create with strict field
+//! validation ([`structural`]): the CRD's schema is checked first, as the API server checks a
+//! CRD, and one the API server would refuse makes the CRD unreadable, once, at its place.
 //!
 //! A `pattern` is a regular expression of Go's `regexp` (RE2), as the API server reads it, not
-//! ECMAScript's: it is matched by the `regex` crate (RE2's syntax and linear time), and one that
-//! does not compile makes its CRD unreadable, once, at its place in the CRD.
+//! ECMAScript's: it is matched by the `regex` crate (RE2's syntax and linear time).
+
+mod structural;
 
 use crate::kube::{Document, Finding};
-use crate::schema::Tree;
 use crate::source::Source;
 use crate::yaml::{self, Node, Step, Value};
-use jsonschema::Validator;
-use serde_json::{Map, Value as Json, json};
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+pub use structural::{Flaw, Schema};
 
 /// The custom kinds of a set of CRDs, by `apiVersion` and kind.
 #[derive(Default)]
@@ -36,11 +30,10 @@ struct Kind {
     kind: String,
     /// The CRD's `metadata.name` (`plural.group`), for messages.
     crd: String,
-    /// The strict JSON Schema; `None` when the version declares no schema. Versions of one
-    /// CRD with the same schema share it, and its validator.
-    schema: Option<Arc<Json>>,
-    /// Compiled on first use; `Err` holds why the schema does not compile.
-    validator: Arc<OnceLock<Result<Validator<Tree>, String>>>,
+    /// `None` when the version declares no schema. Versions of one CRD with the same schema
+    /// (the same [`fingerprint`]) share it.
+    schema: Option<Arc<Schema>>,
+    fingerprint: u64,
 }
 
 impl std::fmt::Debug for Catalogue {
@@ -79,9 +72,9 @@ impl Catalogue {
                     e.message
                 )
             })?;
-            for mut document in stream.documents {
+            for document in stream.documents {
                 catalogue
-                    .add(&mut document)
+                    .add(&document)
                     .map_err(|(span, why)| at(source, span.start, &why))?;
             }
         }
@@ -98,8 +91,8 @@ impl Catalogue {
         Ok(catalogue)
     }
 
-    /// Add the kinds a CRD defines; `document` is taken apart (its schemas become JSON).
-    fn add(&mut self, document: &mut Node) -> Result<(), (crate::source::Span, String)> {
+    /// Add the kinds a CRD defines.
+    fn add(&mut self, document: &Node) -> Result<(), (crate::source::Span, String)> {
         let text = |node: &Node, key: &str| match node.get(key).map(|n| &n.value) {
             Some(Value::Str(s)) => Some(s.clone()),
             _ => None,
@@ -129,48 +122,53 @@ impl Catalogue {
                 format!("CustomResourceDefinition `{name}` has no `{path}`"),
             )
         };
-        let spec = document.get_mut("spec").ok_or_else(|| missing("spec"))?;
+        let spec = document.get("spec").ok_or_else(|| missing("spec"))?;
         let group = text(spec, "group").ok_or_else(|| missing("spec.group"))?;
         let kind = spec
             .get("names")
             .and_then(|n| text(n, "kind"))
             .ok_or_else(|| missing("spec.names.kind"))?;
-        let Some(Value::Seq(versions)) = spec.get_mut("versions").map(|v| &mut v.value) else {
+        let Some(Value::Seq(versions)) = spec.get("versions").map(|v| &v.value) else {
             return Err(missing("spec.versions"));
         };
-        for version in versions {
+        for (i, version) in versions.iter().enumerate() {
             let v = text(version, "name").ok_or_else(|| {
                 (
                     version.span.clone(),
                     format!("a version of CustomResourceDefinition `{name}` has no `name`"),
                 )
             })?;
-            let node = version
-                .get_mut("schema")
-                .and_then(|s| s.get_mut("openAPIV3Schema"));
-            if let Some(node) = &node {
-                patterns(node, &mut format!("openAPIV3Schema of {v}")).map_err(|(span, why)| {
-                    (span, format!("CustomResourceDefinition `{name}`: {why}"))
-                })?;
-            }
-            let schema = node.map(|s| {
-                let taken = Node {
-                    value: Value::Null,
-                    span: s.span.clone(),
-                };
-                Arc::new(strict(std::mem::replace(s, taken).into_json()))
-            });
-            // The versions of a CRD mostly repeat one schema: kept (and compiled) once.
-            let (schema, validator) = match self.kinds.last() {
-                Some(last) if last.crd == name && last.schema == schema => {
-                    (last.schema.clone(), last.validator.clone())
+            let node = version.get("schema").and_then(|s| s.get("openAPIV3Schema"));
+            let fingerprint = node.map_or(0, fingerprint);
+            // The versions of a CRD mostly repeat one schema: read (and kept) once.
+            let schema = match self.kinds.last() {
+                Some(last) if last.crd == name && last.fingerprint == fingerprint => {
+                    last.schema.clone()
                 }
-                _ => (schema, Arc::default()),
+                _ => match node {
+                    None => None,
+                    Some(node) => {
+                        let at = format!("spec.versions[{i}].schema.openAPIV3Schema");
+                        let schema = Schema::read(node, &at).map_err(|flaws| {
+                            let span = flaws[0].span.clone();
+                            let lines: Vec<String> = flaws.into_iter().map(|f| f.message).collect();
+                            (
+                                span,
+                                format!(
+                                    "CustomResourceDefinition `{name}` is invalid (the API server \
+                                     refuses it): {}",
+                                    lines.join("; ")
+                                ),
+                            )
+                        })?;
+                        Some(Arc::new(schema))
+                    }
+                },
             };
             let api_version = format!("{group}/{v}");
             let key = (api_version, kind.clone());
             if let Some(same) = self.index.get(&key).map(|&i| &self.kinds[i]) {
-                if same.schema != schema {
+                if same.fingerprint != fingerprint {
                     return Err((
                         version.span.clone(),
                         format!(
@@ -188,7 +186,7 @@ impl Catalogue {
                 kind: key.1,
                 crd: name.clone(),
                 schema,
-                validator,
+                fingerprint,
             });
         }
         Ok(())
@@ -230,350 +228,88 @@ impl Catalogue {
                 kind.crd, kind.api_version
             ));
         };
-        let validator = kind.validator.get_or_init(|| {
-            jsonschema::options_for::<Tree>()
-                .with_draft(jsonschema::Draft::Draft4)
-                .with_keyword(PATTERN, pattern_keyword)
-                .build(schema)
-                .map_err(|e| e.to_string())
-        });
-        let validator = match validator {
-            Ok(v) => v,
-            Err(why) => {
-                return Answer::Checked(vec![Finding {
+        Answer::Checked(
+            structural::validate(schema, doc.root)
+                .into_iter()
+                .map(|e| Finding {
                     message: format!(
-                        "the schema of CustomResourceDefinition `{}` for {} is not valid, so {} \
-                         cannot be checked: {why}",
-                        kind.crd,
-                        kind.api_version,
-                        doc.label()
+                        "{} is not a valid {}: {}",
+                        doc.label(),
+                        doc.kind,
+                        e.message()
                     ),
                     help: None,
-                    path: Vec::new(),
-                    span: doc.root.span.clone(),
-                }]);
-            }
-        };
-        Answer::Checked(
-            validator
-                .iter_errors(doc.root)
-                .map(|e| schema_finding(doc, &e))
+                    span: e.span,
+                    path: e.path,
+                })
                 .collect(),
         )
     }
 }
 
-/// Every `pattern` of a schema compiles as RE2 does; `Err` is the first that does not, at its
-/// place. `path` names the node (`openAPIV3Schema of v1.properties.spec`...). Values that are
-/// data, not schemas (`enum`, `default`, `example`, CEL rules), are not looked into.
-fn patterns(node: &Node, path: &mut String) -> Result<(), (crate::source::Span, String)> {
-    match &node.value {
-        Value::Map(entries) => {
-            for (key, value) in entries {
-                let Value::Str(key) = &key.value else {
-                    continue;
-                };
-                if matches!(
-                    key.as_str(),
-                    "enum" | "default" | "example" | "x-kubernetes-validations"
-                ) {
-                    continue;
-                }
-                let len = path.len();
-                path.push('.');
-                path.push_str(key);
-                if key == "pattern"
-                    && let Value::Str(pattern) = &value.value
-                    && let Err(e) = compile_pattern(pattern)
-                {
-                    return Err((
-                        value.span.clone(),
-                        format!(
-                            "{path} `{pattern}` is not a regular expression the API server \
-                             reads (Go's RE2 syntax): {e}"
-                        ),
-                    ));
-                }
-                patterns(value, path)?;
-                path.truncate(len);
-            }
-        }
-        Value::Seq(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let len = path.len();
-                path.push_str(&format!("[{i}]"));
-                patterns(item, path)?;
-                path.truncate(len);
-            }
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-/// A CRD's `pattern` as Go's `regexp.Compile` reads it: RE2 syntax, unanchored, matched in
-/// linear time. The error is the last line of the `regex` crate's (what is wrong).
-fn compile_pattern(pattern: &str) -> Result<regex::Regex, String> {
-    regex::Regex::new(pattern).map_err(|e| {
-        let text = e.to_string();
-        let last = text.lines().rev().find(|l| !l.trim().is_empty());
-        let last = last.unwrap_or("not a regular expression").trim();
-        last.strip_prefix("error: ").unwrap_or(last).to_string()
-    })
-}
-
-/// `pattern`, matched by [`compile_pattern`]'s regex in place of jsonschema's ECMAScript
-/// engine (which backtracks, and reads `(?i)` or `\z` as errors).
-struct Pattern {
-    regex: regex::Regex,
-    text: String,
-}
-
-impl<'i, F: jsonschema::json::Json> jsonschema::Keyword<'i, F> for Pattern {
-    fn validate(&self, instance: F::Node<'i>) -> Result<(), jsonschema::ValidationError<'i>> {
-        if jsonschema::Keyword::<F>::is_valid(self, instance) {
-            Ok(())
-        } else {
-            Err(jsonschema::ValidationError::custom(format!(
-                "value does not match \"{}\"",
-                self.text
-            )))
-        }
-    }
-
-    fn is_valid(&self, instance: F::Node<'i>) -> bool {
-        use jsonschema::json::Node as _;
-        instance
-            .as_string()
-            .is_none_or(|text| self.regex.is_match(&text))
-    }
-}
-
-type KeywordResult<'a, F> =
-    Result<Box<dyn for<'i> jsonschema::Keyword<'i, F>>, jsonschema::ValidationError<'a>>;
-
-fn pattern_keyword<'a, F: jsonschema::json::Json + 'static>(
-    _parent: &'a Map<String, Json>,
-    value: &'a Json,
-    _location: jsonschema::paths::Location,
-) -> KeywordResult<'a, F> {
-    let Json::String(text) = value else {
-        return Err(jsonschema::ValidationError::custom(
-            "`pattern` is not a string",
-        ));
+/// What makes the API server refuse a CustomResourceDefinition's schemas, each with the path of
+/// its version's schema in the CRD.
+pub fn flaws(crd: &Node) -> Vec<(Vec<Step>, Flaw)> {
+    let Some(Value::Seq(versions)) = crd
+        .get("spec")
+        .and_then(|s| s.get("versions"))
+        .map(|v| &v.value)
+    else {
+        return Vec::new();
     };
-    let regex = compile_pattern(text).map_err(jsonschema::ValidationError::custom)?;
-    Ok(Box::new(Pattern {
-        regex,
-        text: text.clone(),
-    }))
+    let mut all = Vec::new();
+    for (i, version) in versions.iter().enumerate() {
+        let Some(schema) = version.get("schema").and_then(|s| s.get("openAPIV3Schema")) else {
+            continue;
+        };
+        let at = format!("spec.versions[{i}].schema.openAPIV3Schema");
+        if let Err(flaws) = Schema::read(schema, &at) {
+            all.extend(flaws.into_iter().map(|f| {
+                let mut path = vec![
+                    Step::Key("spec".into()),
+                    Step::Key("versions".into()),
+                    Step::Index(i),
+                    Step::Key("schema".into()),
+                    Step::Key("openAPIV3Schema".into()),
+                ];
+                path.extend(f.path.iter().cloned());
+                (path, f)
+            }));
+        }
+    }
+    all
+}
+
+/// A hash of a schema's content, not of where it is written: versions (and CRDs) that repeat
+/// one schema have one fingerprint.
+fn fingerprint(node: &Node) -> u64 {
+    fn feed(node: &Node, h: &mut std::collections::hash_map::DefaultHasher) {
+        match &node.value {
+            Value::Null => 0u8.hash(h),
+            Value::Bool(b) => (1u8, b).hash(h),
+            Value::Int(i) => (2u8, i).hash(h),
+            Value::Float(f) => (3u8, f.to_bits()).hash(h),
+            Value::Str(s) => (4u8, s).hash(h),
+            Value::Seq(items) => {
+                (5u8, items.len()).hash(h);
+                items.iter().for_each(|i| feed(i, h));
+            }
+            Value::Map(entries) => {
+                (6u8, entries.len()).hash(h);
+                for (k, v) in entries {
+                    feed(k, h);
+                    feed(v, h);
+                }
+            }
+        }
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    feed(node, &mut h);
+    // 0 is "no schema".
+    h.finish().max(1)
 }
 
 fn at(source: &Source, offset: usize, why: &str) -> String {
     let (line, col) = source.line_col(offset);
     format!("{}:{line}:{col}: {why}", source.name())
-}
-
-/// A schema error as a finding at the node it is about (the unknown key itself, for an
-/// unknown field).
-fn schema_finding(doc: &Document, e: &jsonschema::ValidationError) -> Finding {
-    let mut path: Vec<Step> = e
-        .instance_path()
-        .iter()
-        .map(|s| match s {
-            jsonschema::paths::LocationSegment::Property(p) => Step::Key(p.to_string()),
-            jsonschema::paths::LocationSegment::Index(i) => Step::Index(i),
-        })
-        .collect();
-    let (depth, key, mut node) = doc.root.deepest(&path);
-    path.truncate(depth);
-    if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } = e.kind()
-        && let Some((k, _)) = unexpected.first().and_then(|u| node.entry(u))
-    {
-        path.push(Step::Key(unexpected[0].clone()));
-        node = k;
-    } else if let Some(k) = key.filter(|_| matches!(node.value, Value::Map(_) | Value::Seq(_))) {
-        node = k;
-    }
-    Finding {
-        message: format!(
-            "{} is not a valid {}: {}",
-            doc.label(),
-            doc.kind,
-            e.masked()
-        ),
-        help: None,
-        path,
-        span: node.span.clone(),
-    }
-}
-
-/// The JSON Schema that admits what a CRD's structural schema admits and refuses the fields it
-/// does not declare. The root also has `apiVersion`, `kind` and `metadata`, which a CRD's schema
-/// may leave out; `metadata` is checked by the API server as any object's, not here.
-pub fn strict(mut schema: Json) -> Json {
-    if let Json::Object(root) = &mut schema {
-        let properties = root
-            .entry("properties")
-            .or_insert_with(|| json!({}))
-            .as_object_mut();
-        if let Some(properties) = properties {
-            properties
-                .entry("apiVersion")
-                .or_insert_with(|| json!({"type": "string"}));
-            properties
-                .entry("kind")
-                .or_insert_with(|| json!({"type": "string"}));
-            let metadata = properties
-                .entry("metadata")
-                .or_insert_with(|| json!({"type": "object"}));
-            if let Json::Object(m) = metadata {
-                m.entry("x-kubernetes-preserve-unknown-fields")
-                    .or_insert(Json::Bool(true));
-            }
-        }
-    }
-    structural(&mut schema);
-    schema
-}
-
-/// One schema in a structural position (the root, a property, `items`, `additionalProperties`),
-/// and every schema below it.
-fn structural(schema: &mut Json) {
-    let Json::Object(map) = schema else {
-        return;
-    };
-    openapi_to_json_schema(map);
-    let flag = |map: &Map<String, Json>, key: &str| map.get(key) == Some(&Json::Bool(true));
-    if flag(map, "x-kubernetes-embedded-resource")
-        && let Some(Json::Object(properties)) = map.get_mut("properties")
-    {
-        for (key, kind) in [
-            ("apiVersion", "string"),
-            ("kind", "string"),
-            ("metadata", "object"),
-        ] {
-            properties
-                .entry(key)
-                .or_insert_with(|| json!({"type": kind}));
-        }
-    }
-    let object = map.get("type") == Some(&json!("object")) || map.contains_key("properties");
-    if object
-        && !flag(map, "x-kubernetes-preserve-unknown-fields")
-        && !map.contains_key("additionalProperties")
-    {
-        map.insert("additionalProperties".into(), Json::Bool(false));
-    }
-    if let Some(Json::Object(properties)) = map.get_mut("properties") {
-        properties.values_mut().for_each(structural);
-    }
-    for key in ["items", "additionalProperties"] {
-        if let Some(child) = map.get_mut(key) {
-            structural(child);
-        }
-    }
-    for key in ["allOf", "anyOf", "oneOf"] {
-        if let Some(Json::Array(branches)) = map.get_mut(key) {
-            branches.iter_mut().for_each(value_validation);
-        }
-    }
-    if let Some(not) = map.get_mut("not") {
-        value_validation(not);
-    }
-}
-
-/// A schema under `allOf`, `anyOf`, `oneOf` or `not`: it validates values and declares no
-/// fields, so it is not made strict.
-fn value_validation(schema: &mut Json) {
-    let Json::Object(map) = schema else {
-        return;
-    };
-    openapi_to_json_schema(map);
-    for key in ["properties", "patternProperties"] {
-        if let Some(Json::Object(children)) = map.get_mut(key) {
-            children.values_mut().for_each(value_validation);
-        }
-    }
-    for key in ["items", "additionalProperties", "not"] {
-        if let Some(child) = map.get_mut(key) {
-            value_validation(child);
-        }
-    }
-    for key in ["allOf", "anyOf", "oneOf"] {
-        if let Some(Json::Array(branches)) = map.get_mut(key) {
-            branches.iter_mut().for_each(value_validation);
-        }
-    }
-}
-
-/// The keyword a CRD's `pattern` becomes in the strict schema: matched by [`Pattern`], with
-/// RE2's syntax (JSON Schema's `pattern` is ECMAScript's, and its meta-schema refuses `(?i)`).
-const PATTERN: &str = "x-tao-k8s-re2-pattern";
-
-/// OpenAPI's `nullable` and Kubernetes' int-or-string, in JSON Schema's words, and `pattern`
-/// as [`PATTERN`].
-fn openapi_to_json_schema(map: &mut Map<String, Json>) {
-    if let Some(pattern) = map.remove("pattern") {
-        map.insert(PATTERN.into(), pattern);
-    }
-    if map.remove("nullable") == Some(Json::Bool(true)) {
-        if let Some(Json::String(t)) = map.get("type") {
-            let t = t.clone();
-            map.insert("type".into(), json!([t, "null"]));
-        }
-        if let Some(Json::Array(values)) = map.get_mut("enum") {
-            values.push(Json::Null);
-        }
-    }
-    if map.get("x-kubernetes-int-or-string") == Some(&Json::Bool(true)) {
-        map.remove("type");
-        if !map.contains_key("anyOf") && !map.contains_key("oneOf") {
-            map.insert(
-                "anyOf".into(),
-                json!([{"type": "integer"}, {"type": "string"}]),
-            );
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn strict_refuses_undeclared_fields_and_keeps_the_openapi_meaning() {
-        let schema = strict(json!({
-            "type": "object",
-            "properties": {
-                "spec": {
-                    "type": "object",
-                    "properties": {
-                        "port": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]},
-                        "note": {"type": "string", "nullable": true},
-                        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                        "tags": {"type": "object", "additionalProperties": {"type": "string"}},
-                    },
-                    "anyOf": [{"required": ["port"]}, {"required": ["note"]}],
-                },
-            },
-        }));
-        let v = jsonschema::draft4::new(&schema).unwrap();
-        let ok = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "a", "anything": 1},
-            "spec": {"port": "http", "note": null, "free": {"a": 1}, "tags": {"a": "b"}}});
-        assert!(
-            v.is_valid(&ok),
-            "{:?}",
-            v.iter_errors(&ok).collect::<Vec<_>>()
-        );
-        for bad in [
-            json!({"spec": {"port": 1, "nope": 1}}),
-            json!({"spec": {"port": 1.5}}),
-            json!({"spec": {"port": 1, "tags": {"a": 1}}}),
-            json!({"spec": {}}),
-            json!({"status": {}}),
-        ] {
-            assert!(!v.is_valid(&bad), "{bad}");
-        }
-    }
 }

@@ -515,13 +515,13 @@ fn custom_resources_are_checked_against_their_crd() {
     assert_eq!(
         found,
         [
-            error(23, "spec"),
+            error(23, "spec.maxGpus"),
             error(24, "spec.maxGpu"),
             error(25, "spec.burst"),
             error(26, "spec.policy"),
             error(27, "spec.clusterName"),
             error(28, "spec.nodeLabels.zone"),
-            error(30, "spec.flavors[0]"),
+            error(30, "spec.flavors[0].name"),
             error(31, "spec.flavors[0].nmae"),
             error(33, "status.admitted"),
             // v1alpha1 declares no schema: not checked, as an unknown kind.
@@ -533,7 +533,16 @@ fn custom_resources_are_checked_against_their_crd() {
         ]
     );
     let text = String::from_utf8_lossy(&tao(&["lint", "--crd", CRD, CUSTOM]).stdout).to_string();
-    assert!(text.contains("'maxGpu' was unexpected"), "{text}");
+    // The API server's words: strict field validation, then the schema's value validations.
+    for says in [
+        "unknown field \"spec.maxGpu\"",
+        "spec.maxGpus: Required value",
+        "spec.burst: Invalid value: \"number\": spec.burst in body must be of type integer,string",
+        "spec.policy: Unsupported value: \"RoundRobin\": supported values: \"Fifo\", \"Fair\"",
+        "spec.nodeLabels.zone: Invalid value: \"integer\"",
+    ] {
+        assert!(text.contains(says), "{says}: {text}");
+    }
     assert!(
         text.contains("declares no schema for gpu.example.com/v1alpha1"),
         "{text}"
@@ -681,7 +690,7 @@ fn crd_patterns_are_re2_and_an_uncompilable_one_is_reported_once_on_the_crd() {
         found[0]["message"]
             .as_str()
             .unwrap()
-            .contains(r#"value does not match "(?i)^[a-z]+\z""#),
+            .contains(r"spec.name in body should match '(?i)^[a-z]+\z'"),
         "{found:?}"
     );
     let out = lint("^(?=a)b", &["a", "b", "c"]);
@@ -690,7 +699,7 @@ fn crd_patterns_are_re2_and_an_uncompilable_one_is_reported_once_on_the_crd() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.matches("error").count(), 1, "{stderr}");
     assert!(
-        stderr.contains("crd.yaml:19:45: ") && stderr.contains("openAPIV3Schema of v1.properties.spec.properties.name.pattern `^(?=a)b` is not a regular expression the API server reads"),
+        stderr.contains("crd.yaml:19:45: ") && stderr.contains("spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[name].pattern: Invalid value: `^(?=a)b` is not a regular expression the API server reads"),
         "{stderr}"
     );
 }

@@ -233,7 +233,7 @@ fn expected(ty: Ty) -> &'static str {
 }
 
 /// Padded standard base64 as Go's JSON decoder reads `[]byte` (it skips `\r` and `\n`).
-fn is_base64(s: &str) -> bool {
+pub(crate) fn is_base64(s: &str) -> bool {
     let mut len = 0usize;
     let mut padding = 0usize;
     for b in s.bytes().filter(|b| !matches!(b, b'\r' | b'\n')) {
@@ -248,7 +248,7 @@ fn is_base64(s: &str) -> bool {
 }
 
 /// RFC 3339 `date-time`: `2024-01-31T12:00:00Z`, optional fraction, `Z` or a `±hh:mm` offset.
-fn is_date_time(s: &str) -> bool {
+pub(crate) fn is_date_time(s: &str) -> bool {
     let b = s.as_bytes();
     let digits = |r: std::ops::Range<usize>| {
         b.get(r.clone())

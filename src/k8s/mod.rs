@@ -12,7 +12,7 @@
 //! kinds and fields that only a newer minor has, so the answer names the replacement or the
 //! version that is needed.
 
-mod check;
+pub(crate) mod check;
 
 pub use check::{Problem, check};
 

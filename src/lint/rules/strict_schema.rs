@@ -8,7 +8,10 @@ crate::rule! {
     /// fields, wrong types, missing required fields, values the API server cannot decode
     /// (quantities, base64, date-times, 32-bit integers, fixed sets like `restartPolicy`),
     /// fields only a newer version has, API versions that version no longer serves, and
-    /// kinds or versions a built-in group does not define (`kind: configmap` in `v1`).
+    /// kinds or versions a built-in group does not define (`kind: configmap` in `v1`); the
+    /// `openAPIV3Schema` of a CustomResourceDefinition as the API server checks it (a
+    /// structural schema: known types, `items` of arrays, no `$ref`, list-map keys that are
+    /// required or defaulted, defaults that match their schema, `pattern`s of RE2).
     ///
     /// Why it matters: an unknown field is dropped silently by `kubectl apply` without
     /// `--validate=strict` (a typo like `restartPolicyy` simply does nothing), a wrong type
@@ -42,6 +45,22 @@ impl Rule for StrictSchema {
                 path: p.path,
                 span: p.span,
             });
+        }
+        // A CRD's schema is checked as the API server checks it (structural rules).
+        if (doc.api_version, doc.kind) == ("apiextensions.k8s.io/v1", "CustomResourceDefinition") {
+            for (path, flaw) in crate::crd::flaws(doc.root) {
+                out.push(Finding {
+                    message: format!(
+                        "{} is not a valid {}: {}",
+                        doc.label(),
+                        doc.kind,
+                        flaw.message
+                    ),
+                    help: None,
+                    path,
+                    span: flaw.span,
+                });
+            }
         }
     }
 }
