@@ -8,6 +8,7 @@
 //! CEL rules (`x-kubernetes-validations`) are not evaluated; `format`s other than the few
 //! below are not checked (the API server checks more).
 
+use super::rules::{Rule, Verdict};
 use crate::source::Span;
 use crate::yaml::{Node, Step, Value, display_path};
 use serde_json::Value as Json;
@@ -57,6 +58,8 @@ struct Extra {
     any_of: Vec<Schema>,
     one_of: Vec<Schema>,
     not: Option<Box<Schema>>,
+    /// `x-kubernetes-validations`.
+    rules: Vec<Rule>,
 }
 
 impl Extra {
@@ -80,6 +83,7 @@ impl Extra {
             && self.any_of.is_empty()
             && self.one_of.is_empty()
             && self.not.is_none()
+            && self.rules.is_empty()
     }
 }
 
@@ -434,6 +438,22 @@ impl Reader {
                     extra.list = List::Map(keys);
                 }
                 "default" => extra.default = Some(value.to_json()),
+                "x-kubernetes-validations" => {
+                    let Value::Seq(entries) = &value.value else {
+                        self.flaw(value, key, "Invalid value: must be a list of rules");
+                        continue;
+                    };
+                    for (i, entry) in entries.iter().enumerate() {
+                        match Rule::read(entry) {
+                            Ok(rule) => extra.rules.push(rule),
+                            Err((field, message)) => self.flaw(
+                                entry.get(field).unwrap_or(entry),
+                                &format!("{key}[{i}].{field}"),
+                                message,
+                            ),
+                        }
+                    }
+                }
                 _ => {}
             }
         }
@@ -851,6 +871,7 @@ impl Check {
             _ => {}
         }
         self.keywords(schema, node);
+        self.rules(schema, node);
     }
 
     fn object(&mut self, schema: &Schema, node: &Node, structural: bool, root: bool) {
@@ -896,6 +917,7 @@ impl Check {
         }
         if root {
             self.keywords(schema, node);
+            self.rules(schema, node);
         }
     }
 
@@ -1098,6 +1120,29 @@ impl Check {
         }
     }
 
+    /// The CEL rules of the node's schema.
+    fn rules(&mut self, schema: &Schema, node: &Node) {
+        let Some(extra) = &schema.extra else { return };
+        for rule in &extra.rules {
+            let Verdict::Fail {
+                reason,
+                message,
+                field_path,
+            } = rule.check(node)
+            else {
+                continue;
+            };
+            let what = match reason {
+                "Invalid value" => format!("{reason}: \"{}\": {message}", type_name(node)),
+                _ => format!("{reason}: {message}"),
+            };
+            let depth = self.path.len();
+            self.path.extend(field_path);
+            self.push(node, what);
+            self.path.truncate(depth);
+        }
+    }
+
     fn passes(&self, schema: &Schema, node: &Node) -> bool {
         let mut branch = Check {
             path: self.path.clone(),
@@ -1178,20 +1223,20 @@ mod tests {
     use super::*;
     use crate::source::Source;
 
-    fn node(text: &str) -> Node {
+    pub(super) fn node(text: &str) -> Node {
         let source = Source::new("t.yaml", text.to_string());
         let mut stream = crate::yaml::parse(&source, crate::yaml::Limits::default()).unwrap();
         stream.documents.remove(0)
     }
 
-    fn flaws(schema: &str) -> Vec<String> {
+    pub(super) fn flaws(schema: &str) -> Vec<String> {
         match Schema::read(&node(schema), "s") {
             Ok(_) => Vec::new(),
             Err(flaws) => flaws.into_iter().map(|f| f.message).collect(),
         }
     }
 
-    fn errors(schema: &str, object: &str) -> Vec<String> {
+    pub(super) fn errors(schema: &str, object: &str) -> Vec<String> {
         let schema =
             Schema::read(&node(schema), "s").unwrap_or_else(|f| panic!("{}", f[0].message));
         validate(&schema, &node(object))
@@ -1365,6 +1410,96 @@ properties:
         assert_eq!(
             errors(schema, "spec: {mode: slow}"),
             ["spec.size: Required value"]
+        );
+    }
+}
+
+#[cfg(test)]
+mod rule_tests {
+    use super::tests::{errors, flaws};
+
+    const RULES: &str = "type: object
+properties:
+  spec:
+    type: object
+    x-kubernetes-validations:
+    - rule: self.min <= self.max
+      message: min must not exceed max
+    - rule: self.min == oldSelf.min
+      message: min is immutable
+    - rule: self.max < 100
+      messageExpression: \"'max is ' + string(self.max) + ', over 99'\"
+      reason: FieldValueForbidden
+      fieldPath: .max
+    - rule: self.name.lowerAscii() == self.name
+    - rule: self.all(k, self.all(j, k != ''))
+    properties:
+      min: {type: integer}
+      max: {type: integer}
+      name: {type: string}
+      tags:
+        type: array
+        items: {type: string}
+        x-kubernetes-validations:
+        - rule: self.all(t, t.startsWith('x-'))
+";
+
+    #[test]
+    fn cel_rules_are_evaluated_on_create_with_the_api_server_s_words() {
+        // `lowerAscii` is of Kubernetes' strings library, which the `cel` crate lacks: the rule
+        // is not evaluated (`Mixed` would fail it), rather than guessed.
+        assert_eq!(
+            errors(RULES, "spec: {min: 1, max: 2, name: Mixed, tags: [x-a]}"),
+            Vec::<String>::new()
+        );
+        // Children first, then the object's own rules; the transition rule is not run.
+        assert_eq!(
+            errors(RULES, "spec: {min: 300, max: 200, name: a, tags: [x-a, b]}"),
+            [
+                "spec.tags: Invalid value: \"array\": failed rule: self.all(t, t.startsWith('x-'))",
+                "spec: Invalid value: \"object\": min must not exceed max",
+                "spec.max: Forbidden: max is 200, over 99",
+            ]
+        );
+        // A rule reading a field the object leaves out: the API server's evaluation error.
+        let missing = "type: object\nproperties:\n  spec:\n    type: object\n    \
+                       x-kubernetes-validations: [{rule: 'self.a > 0'}]\n    \
+                       properties: {a: {type: integer}}";
+        assert_eq!(
+            errors(missing, "spec: {}"),
+            ["spec: Invalid value: \"object\": no such key: a evaluating rule: self.a > 0"]
+        );
+    }
+
+    #[test]
+    fn a_rule_that_does_not_compile_refuses_the_crd_once() {
+        let bad = "type: object\nproperties:\n  spec:\n    type: object\n    \
+                   x-kubernetes-validations: [{rule: 'self.a >'}, {rule: 'true', reason: Nope}, {message: m}]";
+        let found = flaws(bad);
+        assert_eq!(found.len(), 3, "{found:#?}");
+        assert!(found[0].starts_with(
+            "s.properties[spec].x-kubernetes-validations[0].rule: Invalid value: \"self.a >\": compilation failed: "
+        ), "{found:#?}");
+        assert!(found[1].starts_with(
+            "s.properties[spec].x-kubernetes-validations[1].reason: Unsupported value: \"Nope\""
+        ));
+        assert_eq!(
+            found[2],
+            "s.properties[spec].x-kubernetes-validations[2].rule: Required value: rule is not specified"
+        );
+    }
+
+    #[test]
+    fn a_rule_over_its_cost_bound_is_not_run() {
+        // Two nested loops over 10,000 values: 10^8 steps, over the bound; the rule would fail.
+        let schema = "type: object\nproperties:\n  l:\n    type: array\n    items: {type: integer}\n    \
+                      x-kubernetes-validations: [{rule: 'self.all(a, self.all(b, a != b))'}]";
+        let list: Vec<String> = (0..10_000).map(|_| "1".to_string()).collect();
+        let object = format!("l: [{}]", list.join(", "));
+        assert_eq!(errors(schema, &object), Vec::<String>::new());
+        assert_eq!(
+            errors(schema, "l: [1, 1]"),
+            ["l: Invalid value: \"array\": failed rule: self.all(a, self.all(b, a != b))"]
         );
     }
 }

@@ -1,0 +1,232 @@
+//! A CRD's validation rules (`x-kubernetes-validations`), CEL expressions evaluated by the
+//! `cel` crate with `self` bound to the value at the rule's place, as the API server evaluates
+//! them on create: a transition rule (one that reads `oldSelf`) has nothing to compare and is
+//! skipped; a rule that does not compile makes the CRD invalid, once, at its place.
+//!
+//! What the API server has and the `cel` crate does not (Kubernetes' CEL libraries:
+//! quantities, URLs, IPs, `format`, lists' `isSorted`, strings' `split`...) leaves a rule
+//! unevaluated rather than guessed; so does a rule whose cost on an object would exceed
+//! [`COST_LIMIT`] (the crate counts no cost, so it is bounded before it runs).
+
+use crate::yaml::{Node, Step, Value};
+use cel::objects::{Key, Map};
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
+
+/// Roughly the API server's per-call cost limit, in visited values.
+const COST_LIMIT: u64 = 10_000_000;
+
+static ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| Arc::new(cel::Env::stdlib()));
+
+pub struct Rule {
+    program: cel::Program,
+    text: Box<str>,
+    message: Option<Box<str>>,
+    message_expression: Option<cel::Program>,
+    field_path: Vec<Step>,
+    reason: &'static str,
+    /// Reads `oldSelf`: an update's rule.
+    transition: bool,
+    /// Comprehensions (`all`, `exists`, `map`, `filter`...), the exponent of the cost bound.
+    loops: u32,
+}
+
+/// What a rule says of a value.
+pub enum Verdict {
+    Pass,
+    /// Refused: the API server's error type and message, and the sub-path `fieldPath` names.
+    Fail {
+        reason: &'static str,
+        message: String,
+        field_path: Vec<Step>,
+    },
+    /// Not evaluated here (a transition rule, a library the crate lacks, over the cost bound).
+    Unknown,
+}
+
+impl Rule {
+    /// One entry of `x-kubernetes-validations`; `Err` says what the API server says of it
+    /// (with the key it is about).
+    pub fn read(node: &Node) -> Result<Rule, (&'static str, String)> {
+        let text = |key: &str| match node.get(key).map(|n| &n.value) {
+            Some(Value::Str(s)) => Some(s.as_str()),
+            _ => None,
+        };
+        let Some(rule) = text("rule").filter(|r| !r.trim().is_empty()) else {
+            return Err(("rule", "Required value: rule is not specified".into()));
+        };
+        let program = ENV
+            .compile(rule)
+            .map_err(|e| ("rule", compile_error(rule, &e.to_string())))?;
+        let message_expression = match text("messageExpression") {
+            Some(m) => Some(
+                ENV.compile(m)
+                    .map_err(|e| ("messageExpression", compile_error(m, &e.to_string())))?,
+            ),
+            None => None,
+        };
+        let reason = match text("reason") {
+            None | Some("FieldValueInvalid") => "Invalid value",
+            Some("FieldValueRequired") => "Required value",
+            Some("FieldValueForbidden") => "Forbidden",
+            Some("FieldValueDuplicate") => "Duplicate value",
+            Some(other) => {
+                return Err((
+                    "reason",
+                    format!(
+                        "Unsupported value: {}: supported values: \"FieldValueDuplicate\", \
+                         \"FieldValueForbidden\", \"FieldValueInvalid\", \"FieldValueRequired\"",
+                        serde_json::Value::from(other)
+                    ),
+                ));
+            }
+        };
+        let field_path = match text("fieldPath") {
+            None => Vec::new(),
+            Some(path) => field_path(path).ok_or((
+                "fieldPath",
+                format!(
+                    "Invalid value: {}: not a path of the form `.field`, `['field']` or `[0]`",
+                    serde_json::Value::from(path)
+                ),
+            ))?,
+        };
+        let references = program.references();
+        let loops = ["all(", "exists(", "exists_one(", "map(", "filter("]
+            .iter()
+            .map(|f| rule.matches(&format!(".{f}")).count() as u32)
+            .sum();
+        Ok(Rule {
+            transition: references.has_variable("oldSelf"),
+            program,
+            text: rule.into(),
+            message: text("message").map(Into::into),
+            message_expression,
+            field_path,
+            reason,
+            loops,
+        })
+    }
+
+    pub fn check(&self, node: &Node) -> Verdict {
+        if self.transition {
+            return Verdict::Unknown;
+        }
+        let size = values(node, COST_LIMIT);
+        if u64::from(size).saturating_pow(self.loops.max(1)) > COST_LIMIT {
+            return Verdict::Unknown;
+        }
+        let mut context = cel::Context::with_env(ENV.clone());
+        context.add_variable_from_value("self", to_cel(node));
+        let failed = match self.program.execute(&context) {
+            Ok(cel::Value::Bool(true)) => return Verdict::Pass,
+            Ok(cel::Value::Bool(false)) => None,
+            // The API server refuses a rule that is not a bool when the CRD is created.
+            Ok(_) => return Verdict::Unknown,
+            Err(cel::ExecutionError::NoSuchKey(key)) => Some(format!("no such key: {key}")),
+            Err(
+                cel::ExecutionError::DivisionByZero(_) | cel::ExecutionError::RemainderByZero(_),
+            ) => Some("division by zero".to_string()),
+            // A function or overload of Kubernetes' libraries the crate does not have.
+            Err(_) => return Verdict::Unknown,
+        };
+        let message = match failed {
+            Some(error) => format!(
+                "{error} evaluating rule: {}",
+                self.message.as_deref().unwrap_or(&self.text)
+            ),
+            None => self.message(&context),
+        };
+        Verdict::Fail {
+            reason: self.reason,
+            message,
+            field_path: self.field_path.clone(),
+        }
+    }
+
+    /// The message of a failed rule: `messageExpression`'s string, else `message`, else the
+    /// rule, as the API server words it.
+    fn message(&self, context: &cel::Context) -> String {
+        if let Some(expression) = &self.message_expression
+            && let Ok(cel::Value::String(s)) = expression.execute(context)
+            && !s.trim().is_empty()
+        {
+            return s.to_string();
+        }
+        match &self.message {
+            Some(m) => m.to_string(),
+            None => format!("failed rule: {}", self.text),
+        }
+    }
+}
+
+fn compile_error(expression: &str, error: &str) -> String {
+    format!(
+        "Invalid value: {}: compilation failed: {}",
+        serde_json::Value::from(expression),
+        error.lines().next().unwrap_or(error)
+    )
+}
+
+/// `fieldPath`: `.a.b`, `.a['b.c']`, `.a[0]`.
+fn field_path(path: &str) -> Option<Vec<Step>> {
+    let mut steps = Vec::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("['") {
+            let end = after.find("']")?;
+            steps.push(Step::Key(after[..end].into()));
+            rest = &after[end + 2..];
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let end = after.find(']')?;
+            steps.push(Step::Index(after[..end].parse().ok()?));
+            rest = &after[end + 1..];
+        } else if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            if end == 0 {
+                return None;
+            }
+            steps.push(Step::Key(after[..end].into()));
+            rest = &after[end..];
+        } else {
+            return None;
+        }
+    }
+    Some(steps)
+}
+
+/// How many values `node` holds, counted up to `cap`.
+fn values(node: &Node, cap: u64) -> u32 {
+    fn count(node: &Node, left: &mut u64) {
+        if *left == 0 {
+            return;
+        }
+        *left -= 1;
+        match &node.value {
+            Value::Seq(items) => items.iter().for_each(|i| count(i, left)),
+            Value::Map(entries) => entries.iter().for_each(|(_, v)| count(v, left)),
+            _ => {}
+        }
+    }
+    let mut left = cap;
+    count(node, &mut left);
+    u32::try_from(cap - left).unwrap_or(u32::MAX)
+}
+
+fn to_cel(node: &Node) -> cel::Value {
+    match &node.value {
+        Value::Null => cel::Value::Null,
+        Value::Bool(b) => cel::Value::Bool(*b),
+        Value::Int(i) => cel::Value::Int(*i),
+        Value::Float(f) => cel::Value::Float(*f),
+        Value::Str(s) => cel::Value::String(Arc::new(s.clone())),
+        Value::Seq(items) => cel::Value::List(Arc::new(items.iter().map(to_cel).collect())),
+        Value::Map(entries) => {
+            let map: HashMap<Key, cel::Value> = entries
+                .iter()
+                .map(|(k, v)| (Key::String(Arc::new(crate::yaml::key_text(k))), to_cel(v)))
+                .collect();
+            cel::Value::Map(Map { map: Arc::new(map) })
+        }
+    }
+}
