@@ -744,3 +744,55 @@ fn an_action_request_gets_the_checks_render_runs() {
         String::from_utf8_lossy(&clean.stdout)
     );
 }
+
+/// `--pod-security` checks pods of namespaces no Namespace in the file labels; a labelled
+/// Namespace decides for its own objects; nothing is checked without either.
+#[test]
+fn pod_security_levels_come_from_the_flag_or_the_namespace_label() {
+    let stream = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: open\n  labels: \
+                  {pod-security.kubernetes.io/enforce: privileged}\n---\n\
+                  apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  hostNetwork: true\n  \
+                  containers: [{name: c, image: busybox:1.36}]\n---\n\
+                  apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: open}\nspec:\n  \
+                  hostNetwork: true\n  containers: [{name: c, image: busybox:1.36}]\n";
+    let run = |flags: &[&str]| {
+        let out = common::tao()
+            .args([
+                "--color=never",
+                "lint",
+                "--format",
+                "json",
+                "--select",
+                "pod-security",
+            ])
+            .args(flags)
+            .arg("-")
+            .write_stdin(stream)
+            .output()
+            .unwrap();
+        let found: Vec<String> = findings(&out)
+            .iter()
+            .map(|f| format!("{}: {}", f["line"], f["message"].as_str().unwrap()))
+            .collect();
+        (code(&out), found)
+    };
+    assert_eq!(run(&[]), (Some(0), Vec::new()));
+    let (exit, found) = run(&["--pod-security", "baseline"]);
+    assert_eq!(exit, Some(1));
+    assert_eq!(
+        found,
+        ["11: Pod/a: violates PodSecurity \"baseline:latest\": host namespaces (hostNetwork=true)"]
+    );
+    let (_, found) = run(&["--pod-security", "restricted:v1.30"]);
+    assert_eq!(found.len(), 5, "{found:#?}");
+    assert!(
+        found.iter().all(|f| f.contains("\"restricted:v1.30\"")),
+        "{found:#?}"
+    );
+    let bad = common::tao()
+        .args(["lint", "--pod-security", "strict", "-"])
+        .write_stdin(stream)
+        .output()
+        .unwrap();
+    assert_eq!(code(&bad), Some(2));
+}

@@ -320,6 +320,12 @@ struct LintArgs {
     // The version objects are checked against: the newest supported unless given.
     #[arg(long, value_name = "X.Y", help = lint_version_help(), value_parser = parse_kube_version)]
     kube_version: Option<KubeVersion>,
+    /// Check pods and pod templates against a Pod Security Standards level (`baseline`,
+    /// `restricted`, optionally `:v1.30`), as admission enforces it in a namespace; a
+    /// Namespace in the same file with a `pod-security.kubernetes.io/enforce` label decides
+    /// for its own objects.
+    #[arg(long, value_name = "LEVEL[:VERSION]", value_parser = parse_pod_security)]
+    pod_security: Option<tao_k8s::kube::PodSecurity>,
 }
 
 #[derive(Args)]
@@ -382,6 +388,17 @@ fn parse_kube_version(s: &str) -> Result<KubeVersion, String> {
             "Kubernetes {version} is not supported: the supported versions are {}",
             KubeVersion::supported_range()
         ))
+    }
+}
+
+fn parse_pod_security(s: &str) -> Result<tao_k8s::kube::PodSecurity, String> {
+    let level: tao_k8s::kube::PodSecurity = s.parse()?;
+    match level.version {
+        Some(v) if !v.is_supported() => Err(format!(
+            "Kubernetes {v} is not supported: the supported versions are {}",
+            KubeVersion::supported_range()
+        )),
+        _ => Ok(level),
     }
 }
 
@@ -508,6 +525,7 @@ fn lint_command(out: &Reporter, args: LintArgs) -> ExitCode {
         crds,
         strict_kinds: args.strict_kinds,
         kube_version: args.kube_version,
+        pod_security: args.pod_security,
     };
     lint::run(
         out,

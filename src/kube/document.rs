@@ -17,6 +17,9 @@ pub struct Document<'a> {
     pub yaml11_booleans: &'a [Span],
     /// The Kubernetes version the object is checked against (`--kube-version`).
     pub kube_version: KubeVersion,
+    /// The Pod Security Standards level its namespace enforces (a Namespace's label in the
+    /// same file, else `--pod-security`); `None`: not checked.
+    pub pod_security: Option<super::PodSecurity>,
 }
 
 impl<'a> Document<'a> {
@@ -76,6 +79,7 @@ impl<'a> Document<'a> {
             namespace: meta("namespace"),
             yaml11_booleans,
             kube_version: KubeVersion::NEWEST,
+            pod_security: None,
         })
     }
 }

@@ -7,10 +7,12 @@ pub mod document;
 pub mod image;
 pub mod names;
 mod nearest;
+pub mod pod_security;
 pub mod quantity;
 pub mod toleration;
 mod version;
 
 pub use document::{Document, Finding};
 pub use nearest::nearest;
+pub use pod_security::PodSecurity;
 pub use version::KubeVersion;

@@ -6,6 +6,7 @@ use super::findings::{Collected, Findings, Reported, note};
 use super::{Document, Group, KubeVersion, Rule, Selection, UNKNOWN_KIND, registry, rules, steps};
 use crate::crd::Answer;
 use crate::diag::{Diagnostic, Severity};
+use crate::kube::pod_security::{self, Level, PodSecurity};
 use crate::source::{Source, Span};
 use crate::yaml::{self, Node, Step, Value};
 
@@ -68,6 +69,39 @@ fn lint_stream(
     Ok(pass.finish(&stream))
 }
 
+/// The Pod Security levels the Namespaces of a source enforce (`pod-security.kubernetes.io/
+/// enforce` and `enforce-version` labels), wherever they stand in it. A label that does not
+/// read is the API server's business (it refuses the Namespace): not taken.
+fn enforced(source: &Source) -> std::collections::HashMap<String, PodSecurity> {
+    let mut found = std::collections::HashMap::new();
+    if !source.text().contains(pod_security::ENFORCE) {
+        return found;
+    }
+    let _ = yaml::parse_each(source, yaml::Limits::default(), &mut |node, _| {
+        let text = |n: Option<&Node>| match n.map(|n| &n.value) {
+            Some(Value::Str(s)) => Some(s.clone()),
+            _ => None,
+        };
+        if text(node.get("kind")).as_deref() != Some("Namespace") {
+            return;
+        }
+        let metadata = node.get("metadata");
+        let labels = metadata.and_then(|m| m.get("labels"));
+        let label = |key| text(labels.and_then(|l| l.get(key)));
+        let (Some(name), Some(level)) = (
+            text(metadata.and_then(|m| m.get("name"))),
+            label(pod_security::ENFORCE),
+        ) else {
+            return;
+        };
+        let version = label(pod_security::ENFORCE_VERSION).unwrap_or_else(|| "latest".into());
+        if let (Ok(level), Ok(version)) = (level.parse(), pod_security::parse_version(&version)) {
+            found.insert(name, PodSecurity { level, version });
+        }
+    });
+    found
+}
+
 /// One run of the rules over one source: what is known before the first document, and what
 /// is kept of each until the stream ends.
 struct Pass<'s> {
@@ -82,6 +116,8 @@ struct Pass<'s> {
     /// Whether strict-schema runs, and so whether kinds are checked at all.
     schema_checked: bool,
     kube_version: KubeVersion,
+    /// The Pod Security level each Namespace of the source enforces, by its name.
+    enforced: std::collections::HashMap<String, PodSecurity>,
     out: Collected,
     /// Per document: its label; findings carry the document's index.
     labels: Vec<String>,
@@ -123,6 +159,7 @@ impl<'s> Pass<'s> {
             masks,
             schema_checked,
             kube_version: selection.kube_version.unwrap_or(KubeVersion::NEWEST),
+            enforced: enforced(source),
             out: Collected::new(selection.max_findings),
             labels: Vec::new(),
             kept: Vec::new(),
@@ -144,6 +181,11 @@ impl<'s> Pass<'s> {
         self.out
             .suppressions(source, &doc, index, &self.labels[index]);
         doc.kube_version = self.kube_version;
+        doc.pod_security = doc
+            .namespace
+            .and_then(|ns| self.enforced.get(ns).copied())
+            .or(self.selection.pod_security)
+            .filter(|p| p.level != Level::Privileged);
         if self.schema_checked
             && crate::k8s::kind(doc.api_version, doc.kind, self.kube_version)
                 == crate::k8s::Kind::Unknown

@@ -46,6 +46,7 @@ pub static RULES: &[&dyn Rule] = &[
     &NulByte,
     &JobSpec,
     &ServiceSpec,
+    &PodSecurityStandards,
 ];
 
 /// The rule with this code or kebab name, in any case (`tk101`, `Inline-Credential`).

@@ -19,6 +19,9 @@ pub struct Selection {
     pub strict_kinds: bool,
     /// The Kubernetes version objects are checked against; `None` = the newest supported.
     pub kube_version: Option<KubeVersion>,
+    /// The Pod Security Standards level of namespaces no Namespace in the file labels
+    /// (`--pod-security`); `None` = not checked.
+    pub pod_security: Option<crate::kube::PodSecurity>,
 }
 
 /// Whether a code, rule name or group names the rule, in any case (`tk101`, `REDACTION`).
