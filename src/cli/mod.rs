@@ -392,14 +392,7 @@ fn parse_kube_version(s: &str) -> Result<KubeVersion, String> {
 }
 
 fn parse_pod_security(s: &str) -> Result<tao_k8s::kube::PodSecurity, String> {
-    let level: tao_k8s::kube::PodSecurity = s.parse()?;
-    match level.version {
-        Some(v) if !v.is_supported() => Err(format!(
-            "Kubernetes {v} is not supported: the supported versions are {}",
-            KubeVersion::supported_range()
-        )),
-        _ => Ok(level),
-    }
+    s.parse()
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {

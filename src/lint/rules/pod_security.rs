@@ -12,7 +12,9 @@ crate::rule! {
     /// `enforce-version`), else `lint --pod-security LEVEL[:VERSION]`; nothing without
     /// either. Baseline: host namespaces, `privileged`, capabilities beyond the default set,
     /// `hostPath` volumes, `hostPort`s, AppArmor, SELinux options, `procMount`, an
-    /// `Unconfined` seccomp profile, sysctls outside the safe set, Windows `hostProcess`.
+    /// `Unconfined` seccomp profile, sysctls outside the safe set (by version), Windows
+    /// `hostProcess`, from 1.31 `gitRepo` volumes, from 1.34 a `host` in probes and
+    /// lifecycle handlers.
     /// Restricted adds: volume types, `allowPrivilegeEscalation: false`, `runAsNonRoot:
     /// true`, no `runAsUser: 0`, a `RuntimeDefault` or `Localhost` seccomp profile,
     /// `capabilities.drop: [ALL]` with only `NET_BIND_SERVICE` added (Windows pods are exempt
@@ -82,6 +84,7 @@ fn safe_sysctl(name: &str, version: KubeVersion) -> bool {
         | "net.ipv4.tcp_keepalive_intvl"
         | "net.ipv4.tcp_keepalive_probes" => since(29),
         "net.ipv4.tcp_rmem" | "net.ipv4.tcp_wmem" => since(32),
+        "net.ipv4.tcp_slow_start_after_idle" | "net.ipv4.tcp_notsent_lowat" => since(37),
         _ => false,
     }
 }
@@ -222,6 +225,37 @@ impl Rule for PodSecurityStandards {
                     );
                 }
             }
+            // Probes and lifecycle handlers may not reach another host (from 1.34).
+            if version.minor >= 34 {
+                for handler in [
+                    &["livenessProbe"][..],
+                    &["readinessProbe"],
+                    &["startupProbe"],
+                    &["lifecycle", "postStart"],
+                    &["lifecycle", "preStop"],
+                ] {
+                    for action in ["httpGet", "tcpSocket"] {
+                        let mut field: Vec<&str> = handler.to_vec();
+                        field.extend([action, "host"]);
+                        if let Some(host) = nested(Some(c), &field)
+                            && text(host).is_some_and(|h| !h.is_empty())
+                        {
+                            let mut at = path.get();
+                            at.extend(field.iter().map(|k| Step::Key((*k).into())));
+                            let shown = text(host).unwrap_or_default();
+                            say(
+                                at,
+                                host,
+                                "probe or lifecycle host",
+                                format!(
+                                    "container \"{name}\" uses probe or lifecycle host \"{shown}\""
+                                ),
+                                "leave `host` unset: the kubelet probes the pod's own IP",
+                            );
+                        }
+                    }
+                }
+            }
             if let Some(mount) = text_at_opt(sc, &["procMount"])
                 && mount != "Default"
             {
@@ -341,6 +375,16 @@ impl Rule for PodSecurityStandards {
         {
             let vname = volume.get("name").and_then(text).unwrap_or("<unnamed>");
             let at = index(&key(&pod, "volumes"), i);
+            // gitRepo runs git on the node as root (from 1.31; restricted refuses it anyway).
+            if !restricted && version.minor >= 31 && volume.get("gitRepo").is_some() {
+                say(
+                    at.clone(),
+                    volume,
+                    "gitRepo volumes",
+                    format!("volume \"{vname}\""),
+                    "clone the repository in an init container into an emptyDir",
+                );
+            }
             if volume.get("hostPath").is_some() {
                 say(
                     at.clone(),
