@@ -6,7 +6,7 @@
 //! A `pattern` is a regular expression of Go's `regexp` (RE2), as the API server reads it, not
 //! ECMAScript's: it is matched by the `regex` crate (RE2's syntax and linear time).
 
-mod rules;
+pub mod rules;
 mod structural;
 
 use crate::kube::{Document, Finding};

@@ -796,3 +796,83 @@ fn pod_security_levels_come_from_the_flag_or_the_namespace_label() {
         .unwrap();
     assert_eq!(code(&bad), Some(2));
 }
+
+/// `--policy` files bind policies to the objects of other files; one that cannot be read
+/// stops the run.
+#[test]
+fn admission_policies_from_policy_files_check_other_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n\
+                  metadata: {name: registry}\nspec:\n  matchConstraints:\n    resourceRules:\n    \
+                  - {apiGroups: [batch], apiVersions: [v1], operations: [CREATE], resources: [jobs]}\n  \
+                  validations:\n  - expression: \"object.spec.template.spec.containers.all(c, c.image.startsWith('nvcr.io/'))\"\n---\n\
+                  apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+                  metadata: {name: registry-binding}\nspec: {policyName: registry, validationActions: [Deny]}\n";
+    let job = |image: &str| {
+        format!(
+            "apiVersion: batch/v1\nkind: Job\nmetadata: {{name: j}}\nspec:\n  template:\n    spec:\n      \
+             restartPolicy: Never\n      containers: [{{name: c, image: \"{image}\"}}]\n"
+        )
+    };
+    std::fs::write(dir.path().join("policy.yaml"), policy).unwrap();
+    std::fs::write(
+        dir.path().join("ok.yaml"),
+        job("nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("bad.yaml"),
+        job("docker.io/library/python:3.12"),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        common::tao()
+            .current_dir(dir.path())
+            .args([
+                "--color=never",
+                "lint",
+                "--format",
+                "json",
+                "--select",
+                "admission-policy",
+            ])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let ok = run(&["--policy", "policy.yaml", "ok.yaml"]);
+    assert_eq!(
+        code(&ok),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+    let bad = run(&["--policy", "policy.yaml", "bad.yaml"]);
+    assert_eq!(code(&bad), Some(1));
+    let found = findings(&bad);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(
+        found[0]["message"],
+        "ValidatingAdmissionPolicy 'registry' with binding 'registry-binding' denied request: \
+         failed expression: object.spec.template.spec.containers.all(c, c.image.startsWith('nvcr.io/'))"
+    );
+    // Without --policy, and without a binding in the file, nothing is checked.
+    assert_eq!(code(&run(&["bad.yaml"])), Some(0));
+    std::fs::write(
+        dir.path().join("broken.yaml"),
+        policy.replace("c.image.startsWith('nvcr.io/'))", "c.image.startsWith("),
+    )
+    .unwrap();
+    let broken = run(&["--policy", "broken.yaml", "ok.yaml"]);
+    assert_eq!(code(&broken), Some(2));
+    assert!(broken.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&broken.stderr);
+    assert!(
+        stderr.contains("broken.yaml:9:")
+            && stderr.contains("spec.validations[0].expression: Invalid value"),
+        "{stderr}"
+    );
+    let none = run(&["--policy", "ok.yaml", "bad.yaml"]);
+    assert_eq!(code(&none), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no ValidatingAdmissionPolicy in"));
+}

@@ -145,6 +145,32 @@ pub fn crds(out: &Reporter, paths: &[PathBuf]) -> Result<Option<Arc<Catalogue>>,
     }
 }
 
+/// The admission policies under these paths (`--policy`), read as the CRDs are: one that
+/// cannot be read stops the run (exit 2).
+pub fn policies(
+    out: &Reporter,
+    paths: &[PathBuf],
+) -> Result<Option<Arc<tao_k8s::lint::policy::Policies>>, ExitCode> {
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let files = discover(paths).map_err(|message| out.io_error(&message))?;
+    let mut sources = Vec::new();
+    for file in &files {
+        match read_source(file) {
+            Ok(source) => sources.push(source),
+            Err(e) => return Err(e.report(out)),
+        }
+    }
+    match tao_k8s::lint::policy::Policies::read(&sources) {
+        Ok(policies) => Ok(Some(Arc::new(policies))),
+        Err(why) => {
+            eprintln!("error: --policy: {why}");
+            Err(ExitCode::from(USAGE))
+        }
+    }
+}
+
 /// Run the lint; the exit code follows `--fail-on` and `--exit-zero`.
 pub fn run(
     out: &Reporter,

@@ -326,6 +326,11 @@ struct LintArgs {
     /// for its own objects.
     #[arg(long, value_name = "LEVEL[:VERSION]", value_parser = parse_pod_security)]
     pod_security: Option<tao_k8s::kube::PodSecurity>,
+    /// ValidatingAdmissionPolicies and their bindings (files or folders, repeatable; params
+    /// and Namespaces in them are used too): objects are checked as admission evaluates them
+    /// on create.
+    #[arg(long, value_name = "PATH")]
+    policy: Vec<PathBuf>,
 }
 
 #[derive(Args)]
@@ -511,6 +516,10 @@ fn lint_command(out: &Reporter, args: LintArgs) -> ExitCode {
         Ok(crds) => crds,
         Err(code) => return code,
     };
+    let policies = match lint::policies(out, &args.policy) {
+        Ok(policies) => policies,
+        Err(code) => return code,
+    };
     let selection = tao_k8s::lint::Selection {
         select: args.select,
         ignore: args.ignore,
@@ -519,6 +528,7 @@ fn lint_command(out: &Reporter, args: LintArgs) -> ExitCode {
         strict_kinds: args.strict_kinds,
         kube_version: args.kube_version,
         pod_security: args.pod_security,
+        policies,
     };
     lint::run(
         out,

@@ -122,7 +122,7 @@ impl Reporter {
         let path = d
             .path
             .as_deref()
-            .filter(|p| !d.message.contains(&format!("`{p}`")));
+            .filter(|p| !p.is_empty() && !d.message.contains(&format!("`{p}`")));
         if let Some(path) = path {
             group = group.element(Level::NOTE.message(format!("field: {path}")));
         }

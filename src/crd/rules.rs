@@ -55,14 +55,9 @@ impl Rule {
         let Some(rule) = text("rule").filter(|r| !r.trim().is_empty()) else {
             return Err(("rule", "Required value: rule is not specified".into()));
         };
-        let program = ENV
-            .compile(rule)
-            .map_err(|e| ("rule", compile_error(rule, &e.to_string())))?;
+        let program = compile(rule).map_err(|e| ("rule", compile_error(rule, &e)))?;
         let message_expression = match text("messageExpression") {
-            Some(m) => Some(
-                ENV.compile(m)
-                    .map_err(|e| ("messageExpression", compile_error(m, &e.to_string())))?,
-            ),
+            Some(m) => Some(compile(m).map_err(|e| ("messageExpression", compile_error(m, &e)))?),
             None => None,
         };
         let reason = match text("reason") {
@@ -116,26 +111,21 @@ impl Rule {
         if u64::from(size).saturating_pow(self.loops.max(1)) > COST_LIMIT {
             return Verdict::Unknown;
         }
-        let mut context = cel::Context::with_env(ENV.clone());
-        context.add_variable_from_value("self", to_cel(node));
-        let failed = match self.program.execute(&context) {
-            Ok(cel::Value::Bool(true)) => return Verdict::Pass,
-            Ok(cel::Value::Bool(false)) => None,
-            // The API server refuses a rule that is not a bool when the CRD is created.
+        let variables = [("self", to_cel(node))];
+        let failed = match evaluate(&self.program, &variables) {
+            Ok(Some(cel::Value::Bool(true))) => return Verdict::Pass,
+            Ok(Some(cel::Value::Bool(false))) => None,
+            // Not a bool (the API server refuses such a rule when the CRD is created), or not
+            // evaluated here.
             Ok(_) => return Verdict::Unknown,
-            Err(cel::ExecutionError::NoSuchKey(key)) => Some(format!("no such key: {key}")),
-            Err(
-                cel::ExecutionError::DivisionByZero(_) | cel::ExecutionError::RemainderByZero(_),
-            ) => Some("division by zero".to_string()),
-            // A function or overload of Kubernetes' libraries the crate does not have.
-            Err(_) => return Verdict::Unknown,
+            Err(error) => Some(error),
         };
         let message = match failed {
             Some(error) => format!(
                 "{error} evaluating rule: {}",
                 self.message.as_deref().unwrap_or(&self.text)
             ),
-            None => self.message(&context),
+            None => self.message(&variables),
         };
         Verdict::Fail {
             reason: self.reason,
@@ -146,9 +136,9 @@ impl Rule {
 
     /// The message of a failed rule: `messageExpression`'s string, else `message`, else the
     /// rule, as the API server words it.
-    fn message(&self, context: &cel::Context) -> String {
+    fn message(&self, variables: &[(&str, cel::Value)]) -> String {
         if let Some(expression) = &self.message_expression
-            && let Ok(cel::Value::String(s)) = expression.execute(context)
+            && let Ok(Some(cel::Value::String(s))) = evaluate(expression, variables)
             && !s.trim().is_empty()
         {
             return s.to_string();
@@ -160,11 +150,37 @@ impl Rule {
     }
 }
 
+/// A CEL expression compiled as the API server's environment reads it (the standard
+/// library and macros); `Err` is the first line of why not.
+pub fn compile(expression: &str) -> Result<cel::Program, String> {
+    ENV.compile(expression)
+        .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_string())
+}
+
+/// `program` with these variables bound. `Ok(None)`: not evaluated here (a function of
+/// Kubernetes' libraries the crate lacks, or an error that is the engine's, not the object's).
+pub fn evaluate(
+    program: &cel::Program,
+    variables: &[(&str, cel::Value)],
+) -> Result<Option<cel::Value>, String> {
+    let mut context = cel::Context::with_env(ENV.clone());
+    for (name, value) in variables {
+        context.add_variable_from_value(*name, value.clone());
+    }
+    match program.execute(&context) {
+        Ok(value) => Ok(Some(value)),
+        Err(cel::ExecutionError::NoSuchKey(key)) => Err(format!("no such key: {key}")),
+        Err(cel::ExecutionError::DivisionByZero(_) | cel::ExecutionError::RemainderByZero(_)) => {
+            Err("division by zero".into())
+        }
+        Err(_) => Ok(None),
+    }
+}
+
 fn compile_error(expression: &str, error: &str) -> String {
     format!(
-        "Invalid value: {}: compilation failed: {}",
-        serde_json::Value::from(expression),
-        error.lines().next().unwrap_or(error)
+        "Invalid value: {}: compilation failed: {error}",
+        serde_json::Value::from(expression)
     )
 }
 
@@ -213,7 +229,8 @@ fn values(node: &Node, cap: u64) -> u32 {
     u32::try_from(cap - left).unwrap_or(u32::MAX)
 }
 
-fn to_cel(node: &Node) -> cel::Value {
+/// A YAML value as CEL sees the JSON the API server decodes.
+pub fn to_cel(node: &Node) -> cel::Value {
     match &node.value {
         Value::Null => cel::Value::Null,
         Value::Bool(b) => cel::Value::Bool(*b),

@@ -64,7 +64,7 @@ fn lint_stream(
     masks: Option<&mut Vec<Span>>,
     feed: &mut Feed,
 ) -> Result<Vec<Reported>, yaml::SyntaxError> {
-    let mut pass = Pass::new(source, selection, masks);
+    let mut pass = Pass::new(source, selection, masks).with_policies();
     let stream = feed(&mut |node, yaml11| pass.document(node, yaml11))?;
     Ok(pass.finish(&stream))
 }
@@ -118,6 +118,10 @@ struct Pass<'s> {
     kube_version: KubeVersion,
     /// The Pod Security level each Namespace of the source enforces, by its name.
     enforced: std::collections::HashMap<String, PodSecurity>,
+    /// The admission policies of the source itself, when it binds any and they are checked.
+    policies: Option<super::policy::Policies>,
+    /// Whether the admission-policy rule runs.
+    admission_checked: bool,
     out: Collected,
     /// Per document: its label; findings carry the document's index.
     labels: Vec<String>,
@@ -160,11 +164,58 @@ impl<'s> Pass<'s> {
             schema_checked,
             kube_version: selection.kube_version.unwrap_or(KubeVersion::NEWEST),
             enforced: enforced(source),
+            policies: None,
+            admission_checked: false,
             out: Collected::new(selection.max_findings),
             labels: Vec::new(),
             kept: Vec::new(),
             always,
         }
+    }
+
+    /// The admission policies of the source, read when the rule runs and the source binds one.
+    fn with_policies(mut self) -> Self {
+        self.admission_checked = self
+            .rules
+            .iter()
+            .any(|r| r.meta().code == rules::AdmissionPolicy::META.code);
+        if self.admission_checked
+            && self
+                .source
+                .text()
+                .contains("ValidatingAdmissionPolicyBinding")
+        {
+            let mut documents = Vec::new();
+            let _ = yaml::parse_each(self.source, yaml::Limits::default(), &mut |node, _| {
+                documents.push(node)
+            });
+            let mut policies = super::policy::Policies::default();
+            policies.add(documents);
+            self.policies = Some(policies);
+        }
+        self
+    }
+
+    /// What the admission policies bound to the object say of it.
+    fn admission(&mut self, doc: &Document, index: usize) {
+        let from_flag = self.selection.policies.as_deref();
+        let found = match (&self.policies, from_flag) {
+            (Some(own), more) => own.check(doc, more),
+            (None, Some(flag)) => flag.check(doc, None),
+            (None, None) => return,
+        };
+        if found.is_empty() {
+            return;
+        }
+        let mut findings = Findings::new(self.out.room());
+        found.into_iter().for_each(|f| findings.push(f));
+        self.out.found(
+            self.source,
+            &self.labels[index],
+            index,
+            &rules::AdmissionPolicy::META,
+            findings,
+        );
     }
 
     /// Check one document as it is parsed, and keep what the stream rules need of it.
@@ -195,6 +246,9 @@ impl<'s> Pass<'s> {
             self.custom_kind(&doc, &node, index);
         }
         self.check(&doc, index);
+        if self.admission_checked {
+            self.admission(&doc, index);
+        }
         self.keep(&doc, &node, index);
     }
 

@@ -13,6 +13,7 @@ pub mod api;
 mod engine;
 mod findings;
 pub mod pods;
+pub mod policy;
 pub mod registry;
 pub mod rules;
 mod selection;

@@ -47,6 +47,7 @@ pub static RULES: &[&dyn Rule] = &[
     &JobSpec,
     &ServiceSpec,
     &PodSecurityStandards,
+    &AdmissionPolicy,
 ];
 
 /// The rule with this code or kebab name, in any case (`tk101`, `Inline-Credential`).

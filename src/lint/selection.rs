@@ -22,6 +22,8 @@ pub struct Selection {
     /// The Pod Security Standards level of namespaces no Namespace in the file labels
     /// (`--pod-security`); `None` = not checked.
     pub pod_security: Option<crate::kube::PodSecurity>,
+    /// ValidatingAdmissionPolicies, their bindings and params (`--policy`).
+    pub policies: Option<std::sync::Arc<crate::lint::policy::Policies>>,
 }
 
 /// Whether a code, rule name or group names the rule, in any case (`tk101`, `REDACTION`).

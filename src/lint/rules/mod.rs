@@ -1,5 +1,6 @@
 //! One rule per file; `registry.rs` lists them.
 
+mod admission_policy;
 pub mod annotation_syntax;
 mod container_names;
 mod container_ports;
@@ -33,6 +34,7 @@ mod volumes;
 mod world_size;
 mod yaml11_boolean;
 
+pub use admission_policy::AdmissionPolicy;
 pub use annotation_syntax::AnnotationSyntax;
 pub use container_names::ContainerNames;
 pub use container_ports::ContainerPorts;
