@@ -65,14 +65,7 @@ impl Catalogue {
     pub fn read(sources: &[Source]) -> Result<Catalogue, String> {
         let mut catalogue = Catalogue::default();
         for source in sources {
-            let stream = yaml::parse(source, yaml::Limits::default()).map_err(|e| {
-                let (line, col) = source.line_col(e.span.start);
-                format!(
-                    "{}:{line}:{col}: not valid YAML: {}",
-                    source.name(),
-                    e.message
-                )
-            })?;
+            let stream = yaml::parse_file(source)?;
             for document in stream.documents {
                 catalogue
                     .add(&document)

@@ -135,6 +135,19 @@ pub fn words(items: &[Node]) -> Vec<&str> {
         .collect()
 }
 
+/// The documents of a file an option names (`--crd`, `--policy`), with the default limits;
+/// `Err` is `file:line:col: not valid YAML: …`.
+pub fn parse_file(source: &Source) -> Result<Stream, String> {
+    parse(source, Limits::default()).map_err(|e| {
+        let (line, col) = source.line_col(e.span.start);
+        format!(
+            "{}:{line}:{col}: not valid YAML: {}",
+            source.name(),
+            e.message
+        )
+    })
+}
+
 /// Parse every document of `source`.
 pub fn parse(source: &Source, limits: Limits) -> Result<Stream, SyntaxError> {
     let mut documents = Vec::new();

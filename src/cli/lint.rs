@@ -128,6 +128,18 @@ pub fn crds(out: &Reporter, paths: &[PathBuf]) -> Result<Option<Arc<Catalogue>>,
     if paths.is_empty() {
         return Ok(None);
     }
+    match Catalogue::read(&option_sources(out, paths)?) {
+        Ok(catalogue) => Ok(Some(Arc::new(catalogue))),
+        Err(why) => {
+            eprintln!("error: --crd: {why}");
+            Err(ExitCode::from(USAGE))
+        }
+    }
+}
+
+/// The files under the paths an option names, read whole; one that cannot be read stops the
+/// run.
+fn option_sources(out: &Reporter, paths: &[PathBuf]) -> Result<Vec<Source>, ExitCode> {
     let files = discover(paths).map_err(|message| out.io_error(&message))?;
     let mut sources = Vec::new();
     for file in &files {
@@ -136,13 +148,7 @@ pub fn crds(out: &Reporter, paths: &[PathBuf]) -> Result<Option<Arc<Catalogue>>,
             Err(e) => return Err(e.report(out)),
         }
     }
-    match Catalogue::read(&sources) {
-        Ok(catalogue) => Ok(Some(Arc::new(catalogue))),
-        Err(why) => {
-            eprintln!("error: --crd: {why}");
-            Err(ExitCode::from(USAGE))
-        }
-    }
+    Ok(sources)
 }
 
 /// The admission policies under these paths (`--policy`), read as the CRDs are: one that
@@ -154,14 +160,7 @@ pub fn policies(
     if paths.is_empty() {
         return Ok(None);
     }
-    let files = discover(paths).map_err(|message| out.io_error(&message))?;
-    let mut sources = Vec::new();
-    for file in &files {
-        match read_source(file) {
-            Ok(source) => sources.push(source),
-            Err(e) => return Err(e.report(out)),
-        }
-    }
+    let sources = option_sources(out, paths)?;
     match tao_k8s::lint::policy::Policies::read(&sources) {
         Ok(policies) => Ok(Some(Arc::new(policies))),
         Err(why) => {

@@ -342,15 +342,7 @@ impl Policies {
     pub fn read(sources: &[crate::source::Source]) -> Result<Policies, String> {
         let mut policies = Policies::default();
         for source in sources {
-            let stream =
-                crate::yaml::parse(source, crate::yaml::Limits::default()).map_err(|e| {
-                    let (line, col) = source.line_col(e.span.start);
-                    format!(
-                        "{}:{line}:{col}: not valid YAML: {}",
-                        source.name(),
-                        e.message
-                    )
-                })?;
+            let stream = crate::yaml::parse_file(source)?;
             for node in &stream.documents {
                 let is_policy = text(node.get("apiVersion")).as_deref() == Some(GROUP)
                     && text(node.get("kind")).as_deref() == Some("ValidatingAdmissionPolicy");
@@ -443,11 +435,11 @@ impl Policies {
             if binding.actions.iter().all(|a| a == "Audit") {
                 continue;
             }
-            if !self.matches(&policy.matching, doc, more)
+            if !self.matches(&policy.matching, doc, more, false)
                 || binding
                     .matching
                     .as_ref()
-                    .is_some_and(|m| !self.matches_binding(m, doc, more))
+                    .is_some_and(|m| !self.matches(m, doc, more, true))
             {
                 continue;
             }
@@ -501,25 +493,18 @@ impl Policies {
         (group.into(), version.into(), plural(doc.kind))
     }
 
-    fn matches(&self, m: &Match, doc: &Document, more: Option<&Policies>) -> bool {
+    /// Whether `m` takes the object. A policy's `matchConstraints` must name its resource; a
+    /// binding's `matchResources` (`narrows`) only narrows its policy's, so no rules keep all.
+    fn matches(&self, m: &Match, doc: &Document, more: Option<&Policies>, narrows: bool) -> bool {
         let (group, version, resource) = Self::resource(doc);
         let hit = |rules: &[ResourceRule]| {
             rules
                 .iter()
                 .any(|r| r.matches(&group, &version, &resource, doc.name))
         };
-        hit(&m.rules) && !hit(&m.exclude) && self.selected(m, doc, more)
-    }
-
-    /// A binding's `matchResources` narrows its policy's; empty rules keep the policy's.
-    fn matches_binding(&self, m: &Match, doc: &Document, more: Option<&Policies>) -> bool {
-        let (group, version, resource) = Self::resource(doc);
-        let hit = |rules: &[ResourceRule]| {
-            rules
-                .iter()
-                .any(|r| r.matches(&group, &version, &resource, doc.name))
-        };
-        (m.rules.is_empty() || hit(&m.rules)) && !hit(&m.exclude) && self.selected(m, doc, more)
+        ((narrows && m.rules.is_empty()) || hit(&m.rules))
+            && !hit(&m.exclude)
+            && self.selected(m, doc, more)
     }
 
     /// The param objects a binding gives its policy: `[None]` when the policy takes none,
