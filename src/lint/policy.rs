@@ -475,14 +475,23 @@ impl Policies {
         {
             return false;
         }
-        if let (Some(selector), Some(ns)) = (&m.namespace_selector, doc.namespace) {
-            let mut labels = labels_of(self.namespace(ns, more).and_then(|n| n.get("metadata")));
-            labels.insert("kubernetes.io/metadata.name".into(), ns.into());
-            if !selector.matches(&labels) {
-                return false;
-            }
-        }
-        true
+        let Some(selector) = m
+            .namespace_selector
+            .as_ref()
+            .filter(|s| !(s.labels.is_empty() && s.expressions.is_empty()))
+        else {
+            return true;
+        };
+        // A Namespace is matched by its own labels; an object that names no namespace lands
+        // in one only `kubectl -n` knows, so a selector with requirements is not assumed.
+        let ns = match (doc.kind, doc.namespace) {
+            ("Namespace", _) => doc.name,
+            (_, Some(ns)) => ns,
+            (_, None) => return false,
+        };
+        let mut labels = labels_of(self.namespace(ns, more).and_then(|n| n.get("metadata")));
+        labels.insert("kubernetes.io/metadata.name".into(), ns.into());
+        selector.matches(&labels)
     }
 
     fn resource(doc: &Document) -> (String, String, String) {
