@@ -153,9 +153,26 @@ impl Rule {
 /// A CEL expression compiled as the API server's environment reads it (the standard
 /// library and macros); `Err` is the first line of why not.
 pub fn compile(expression: &str) -> Result<cel::Program, String> {
-    ENV.compile(expression)
-        .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_string())
+    // cel-go's parser refuses longer expressions before it reads them.
+    let size = expression.chars().count();
+    if size > MAX_CODE_POINTS {
+        return Err(format!(
+            "expression code point size exceeds limit: size: {size}, limit {MAX_CODE_POINTS}"
+        ));
+    }
+    // The first error, without the crate's caret line (whose width formatting panics past
+    // 65,535 columns).
+    ENV.compile(expression).map_err(|e| match e.errors.first() {
+        Some(first) => format!(
+            "ERROR: <input>:{}:{}: {}",
+            first.pos.0, first.pos.1, first.msg
+        ),
+        None => "not an expression".into(),
+    })
 }
+
+/// The longest expression the API server's CEL parser reads, in code points.
+const MAX_CODE_POINTS: usize = 100_000;
 
 /// `program` with these variables bound. `Ok(None)`: not evaluated here (a function of
 /// Kubernetes' libraries the crate lacks, or an error that is the engine's, not the object's).
@@ -177,10 +194,12 @@ pub fn evaluate(
     }
 }
 
-fn compile_error(expression: &str, error: &str) -> String {
+/// The API server's words for an expression that does not compile; the expression is
+/// shortened (one may be 100,000 characters long).
+pub fn compile_error(expression: &str, error: &str) -> String {
     format!(
         "Invalid value: {}: compilation failed: {error}",
-        serde_json::Value::from(expression)
+        serde_json::Value::from(crate::diag::shown(expression, 120))
     )
 }
 

@@ -1489,6 +1489,32 @@ properties:
         );
     }
 
+    /// A long rule is refused in words, never by a panic of the parser's error display (whose
+    /// caret line panicked past 65,535 columns).
+    #[test]
+    fn long_rules_are_refused_not_panicked_on() {
+        let crd = |rule: &str| {
+            flaws(&format!(
+                "type: object\nx-kubernetes-validations: [{{rule: \"{rule}\"}}]"
+            ))
+        };
+        let found = crd(&format!("{} )", "x".repeat(70_000)));
+        assert_eq!(found.len(), 1);
+        assert!(
+            found[0].contains("compilation failed: ERROR: <input>:1:70002: "),
+            "{}",
+            &found[0][..300]
+        );
+        // Deep nesting stops at the parser's recursion limit, not the stack's.
+        let found = crd(&"(".repeat(60_000));
+        assert!(found[0].contains("Recursion limit of 96 exceeded"));
+        let found = crd(&"x".repeat(100_001));
+        assert!(
+            found[0]
+                .ends_with("expression code point size exceeds limit: size: 100001, limit 100000")
+        );
+    }
+
     #[test]
     fn a_rule_over_its_cost_bound_is_not_run() {
         // Two nested loops over 10,000 values: 10^8 steps, over the bound; the rule would fail.

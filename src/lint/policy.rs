@@ -9,7 +9,7 @@
 //! expression that calls what the crate lacks (`authorizer`, Kubernetes' libraries) is left
 //! unevaluated, not guessed.
 
-use crate::crd::rules::{compile, evaluate, to_cel};
+use crate::crd::rules::{compile, compile_error, evaluate, to_cel};
 use crate::kube::{Document, Finding};
 use crate::yaml::{Node, Step, Value, key_text};
 use std::collections::HashMap;
@@ -237,13 +237,7 @@ impl Policy {
         let mut program = |path: Vec<Step>, expression: &str| match compile(expression) {
             Ok(p) => Some(p),
             Err(e) => {
-                errors.push((
-                    path,
-                    format!(
-                        "Invalid value: {}: compilation failed: {e}",
-                        serde_json::Value::from(expression)
-                    ),
-                ));
+                errors.push((path, compile_error(expression, &e)));
                 None
             }
         };
