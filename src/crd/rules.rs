@@ -107,8 +107,9 @@ impl Rule {
         if self.transition {
             return Verdict::Unknown;
         }
-        let size = values(node, COST_LIMIT);
-        if u64::from(size).saturating_pow(self.loops.max(1)) > COST_LIMIT {
+        // What a loop may run over: the value, and the lists the rule itself writes.
+        let size = u64::from(values(node, COST_LIMIT)) + self.text.len() as u64;
+        if size.saturating_pow(self.loops.max(1)) > COST_LIMIT {
             return Verdict::Unknown;
         }
         let variables = [("self", to_cel(node))];
