@@ -269,7 +269,7 @@ impl Rule for PodSecurityStandards {
                     "",
                 );
             }
-            self_linux(sc, &format!("container \"{name}\""), &mut |detail| {
+            selinux_options(sc, &format!("container \"{name}\""), &mut |detail| {
                 say(sc_path(), at, "seLinuxOptions", detail, "")
             });
             if text_at_opt(sc, &["appArmorProfile", "type"]) == Some("Unconfined") {
@@ -295,7 +295,7 @@ impl Rule for PodSecurityStandards {
                 );
             }
         }
-        self_linux(pod_sc, "pod", &mut |detail| {
+        selinux_options(pod_sc, "pod", &mut |detail| {
             say(
                 pod_sc_path(),
                 pod_sc.unwrap_or(spec),
@@ -512,7 +512,7 @@ impl Rule for PodSecurityStandards {
 
 /// SELinux options baseline forbids in a security context: a type outside the container
 /// types, any user or role. `who` is `pod` or `container "x"`.
-fn self_linux(sc: Option<&Node>, who: &str, say: &mut dyn FnMut(String)) {
+fn selinux_options(sc: Option<&Node>, who: &str, say: &mut dyn FnMut(String)) {
     let options = nested(sc, &["seLinuxOptions"]);
     if let Some(t) = text_at_opt(options, &["type"])
         && !matches!(
