@@ -12,6 +12,8 @@ use saphyr_parser::{Event, Parser, ScalarStyle, Tag};
 use serde_json::Value as Json;
 use std::collections::HashMap;
 
+mod fast;
+
 /// Limits for one parse: beyond any of them the parse stops with an error, so that no input
 /// can exhaust the stack, memory or time.
 #[derive(Debug, Clone, Copy)]
@@ -164,15 +166,18 @@ pub fn parse_each(
     limits: Limits,
     on_document: &mut dyn FnMut(Node, &[Span]),
 ) -> Result<Stream, SyntaxError> {
-    // Markers count characters; in ASCII text (nearly every manifest) that is the byte offset.
-    let ascii = source.text().is_ascii();
-    let at = |m: saphyr_parser::Marker| {
-        if ascii {
-            m.index().min(source.text().len())
-        } else {
-            source.offset(m.line(), m.col())
-        }
-    };
+    parse_with(source, limits, true, on_document)
+}
+
+/// [`parse_each`], with or without the fast path for the common subset (the tests compare
+/// the two).
+fn parse_with(
+    source: &Source,
+    limits: Limits,
+    fast_path: bool,
+    on_document: &mut dyn FnMut(Node, &[Span]),
+) -> Result<Stream, SyntaxError> {
+    let text = source.text();
     let mut builder = Builder {
         source,
         limits,
@@ -183,7 +188,36 @@ pub fn parse_each(
         aliased: 0,
         documents: 0,
     };
-    for event in Parser::new_from_str(source.text()) {
+    // The documents in the subset the fast path reads; the general parser reads the rest of
+    // the stream from the first one it does not take.
+    let from = match fast_path {
+        true => fast::documents(
+            text,
+            limits,
+            &mut builder.stream,
+            &mut builder.documents,
+            on_document,
+        ),
+        false => 0,
+    };
+    if from >= text.len() && from > 0 {
+        return Ok(builder.stream);
+    }
+    let rest = &text[from..];
+    let lines_before = text.as_bytes()[..from]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count();
+    // Markers count characters; in ASCII text (nearly every manifest) that is the byte offset.
+    let ascii = text.is_ascii();
+    let at = |m: saphyr_parser::Marker| {
+        if ascii {
+            (from + m.index()).min(text.len())
+        } else {
+            source.offset(lines_before + m.line(), m.col())
+        }
+    };
+    for event in Parser::new_from_str(rest) {
         let (event, span) = event.map_err(|e| {
             let pos = at(*e.marker());
             SyntaxError {
