@@ -188,67 +188,85 @@ fn parse_with(
         aliased: 0,
         documents: 0,
     };
-    // The documents in the subset the fast path reads; the general parser reads the rest of
-    // the stream from the first one it does not take.
-    let from = match fast_path {
-        true => fast::documents(
-            text,
-            limits,
-            &mut builder.stream,
-            &mut builder.documents,
-            on_document,
-        ),
-        false => 0,
-    };
-    if from >= text.len() && from > 0 {
+    if !fast_path {
+        builder.general(0, false, on_document)?;
         return Ok(builder.stream);
     }
-    let rest = &text[from..];
-    let lines_before = text.as_bytes()[..from]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count();
-    // Markers count characters; in ASCII text (nearly every manifest) that is the byte offset.
-    let ascii = text.is_ascii();
-    let at = |m: saphyr_parser::Marker| {
-        if ascii {
-            (from + m.index()).min(text.len())
-        } else {
-            source.offset(lines_before + m.line(), m.col())
+    // The documents in the subset the fast path reads; the general parser reads each one it
+    // does not take, and the fast path goes on after it.
+    let mut from = 0;
+    loop {
+        let (documents, stream) = (&mut builder.documents, &mut builder.stream);
+        from = fast::documents(text, from, limits, stream, documents, on_document);
+        if from >= text.len() {
+            return Ok(builder.stream);
         }
-    };
-    for event in Parser::new_from_str(rest) {
-        let (event, span) = event.map_err(|e| {
-            let pos = at(*e.marker());
-            SyntaxError {
-                message: e.info().to_string(),
-                span: pos..pos,
-            }
-        })?;
-        let start = at(span.start);
-        let complete = match event {
-            Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => None,
-            Event::DocumentStart(_) => builder.document(start)?,
-            Event::Alias(id) => Some(builder.alias(id, start)?),
-            Event::Scalar(text, style, anchor, tag) => {
-                let end = at(span.end);
-                Some(builder.scalar(&text, style, anchor, tag.as_deref(), start, end)?)
-            }
-            Event::SequenceStart(anchor, _) => builder.open(true, anchor, start)?,
-            Event::MappingStart(anchor, _) => builder.open(false, anchor, start)?,
-            Event::SequenceEnd | Event::MappingEnd => builder.close()?,
-        };
-        if builder.nodes > limits.max_nodes {
-            return Err(SyntaxError {
-                message: format!("more than {} nodes in one document", limits.max_nodes),
-                span: start..start,
-            });
-        }
-        if let Some((node, anchor, merge_key)) = complete {
-            builder.attach(node, anchor, merge_key, on_document);
-        }
+        let stopped = builder.general(from, true, on_document)?;
+        from = fast::after_document(text, stopped);
     }
-    Ok(builder.stream)
+}
+
+impl Builder<'_> {
+    /// Read the text from `from` on with the general parser (offsets and lines counted in the
+    /// whole text), to its end or, if `one`, to the end of the first document. Returns where
+    /// it stopped: the end marker of that document (the next `---`, a `...`, the text's end).
+    fn general(
+        &mut self,
+        from: usize,
+        one: bool,
+        on_document: &mut dyn FnMut(Node, &[Span]),
+    ) -> Result<usize, SyntaxError> {
+        let source = self.source;
+        let text = source.text();
+        let limits = self.limits;
+        let lines_before = text.as_bytes()[..from]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        // Markers count characters; in ASCII text (nearly every manifest) that is the byte
+        // offset.
+        let ascii = text.is_ascii();
+        let at = |m: saphyr_parser::Marker| {
+            if ascii {
+                (from + m.index()).min(text.len())
+            } else {
+                source.offset(lines_before + m.line(), m.col())
+            }
+        };
+        for event in Parser::new_from_str(&text[from..]) {
+            let (event, span) = event.map_err(|e| {
+                let pos = at(*e.marker());
+                SyntaxError {
+                    message: e.info().to_string(),
+                    span: pos..pos,
+                }
+            })?;
+            let start = at(span.start);
+            let complete = match event {
+                Event::DocumentEnd if one => return Ok(start),
+                Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => None,
+                Event::DocumentStart(_) => self.document(start)?,
+                Event::Alias(id) => Some(self.alias(id, start)?),
+                Event::Scalar(text, style, anchor, tag) => {
+                    let end = at(span.end);
+                    Some(self.scalar(&text, style, anchor, tag.as_deref(), start, end)?)
+                }
+                Event::SequenceStart(anchor, _) => self.open(true, anchor, start)?,
+                Event::MappingStart(anchor, _) => self.open(false, anchor, start)?,
+                Event::SequenceEnd | Event::MappingEnd => self.close()?,
+            };
+            if self.nodes > limits.max_nodes {
+                return Err(SyntaxError {
+                    message: format!("more than {} nodes in one document", limits.max_nodes),
+                    span: start..start,
+                });
+            }
+            if let Some((node, anchor, merge_key)) = complete {
+                self.attach(node, anchor, merge_key, on_document);
+            }
+        }
+        Ok(text.len())
+    }
 }
 
 /// A node completed by an event: the node, its anchor id (0: none), and whether it is a merge

@@ -30,11 +30,12 @@ fn bail() -> Bail {
     Bail
 }
 
-/// Read documents from the start of `text` while they are in the subset, handing each to
-/// `on_document` with the YAML 1.1 boolean spans so far. Returns where the first document it
-/// did not take starts (`text.len()` when it took them all).
+/// Read documents from `from` on while they are in the subset, handing each to `on_document`
+/// with the YAML 1.1 boolean spans so far. Returns where the first document it did not take
+/// starts (`text.len()` when it took them all).
 pub(super) fn documents(
     text: &str,
+    from: usize,
     limits: Limits,
     stream: &mut Stream,
     documents: &mut usize,
@@ -43,7 +44,7 @@ pub(super) fn documents(
     let mut reader = Reader {
         text,
         bytes: text.as_bytes(),
-        pos: 0,
+        pos: from,
         limits,
         depth: 0,
         nodes: 0,
@@ -51,7 +52,7 @@ pub(super) fn documents(
         duplicates: Vec::new(),
         booleans: Vec::new(),
     };
-    if text.starts_with('\u{feff}') {
+    if from == 0 && text.starts_with('\u{feff}') {
         return 0;
     }
     loop {
@@ -67,6 +68,36 @@ pub(super) fn documents(
             Err(Bail) => return start,
         }
     }
+}
+
+/// Where the next document starts, after the general parser stopped at `at`, the end of
+/// the one it read: at a `---` line, after a `...` line, or at the next line that opens with a
+/// document marker (no YAML content can hold one at column 0), else the text's end.
+pub(super) fn after_document(text: &str, at: usize) -> usize {
+    let bytes = text.as_bytes();
+    let line_after = |at: usize| {
+        bytes[at..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| at + i + 1)
+    };
+    if bytes[at..].starts_with(b"---") {
+        return at;
+    }
+    if bytes[at..].starts_with(b"...") {
+        return line_after(at);
+    }
+    let mut line = line_after(at);
+    while line < bytes.len() {
+        let rest = &bytes[line..];
+        if (rest.starts_with(b"---") || rest.starts_with(b"..."))
+            && matches!(rest.get(3), None | Some(b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            return line;
+        }
+        line = line_after(line);
+    }
+    bytes.len()
 }
 
 struct Reader<'t> {
@@ -780,6 +811,7 @@ mod tests {
         let mut count = 0;
         super::documents(
             text,
+            0,
             Limits::default(),
             &mut stream,
             &mut count,
@@ -808,10 +840,13 @@ mod tests {
                     "YAML 1.1 booleans differ for {text:?}"
                 );
             }
+            // The same place: a document read alone may word it otherwise (an alias to an
+            // anchor of an earlier document is unknown to the parser itself, not only to
+            // the tree builder).
             _ => assert_eq!(
-                fast.as_ref().err(),
-                general.as_ref().err(),
-                "errors differ for {text:?}"
+                fast.as_ref().err().map(|e| &e.span),
+                general.as_ref().err().map(|e| &e.span),
+                "errors differ for {text:?}: {fast:?} / {general:?}"
             ),
         }
     }
@@ -876,6 +911,13 @@ mod tests {
             "a: b\n---x\n",
             "a: 1\n--- \nb: 2\n",
             "a: 1\n---\t\nb: 2\n",
+            "a: |\n  x\n---\nb: 1\n---\nc: &x 1\nd: *x\n---\ne: [1]\n",
+            "a: 1\n---\nb: [1,\n---\nc: 2\n",
+            "a: 1\n---\n%YAML 1.2\n---\nb: 1\n",
+            "# x\n---\n# y\n...\n---\na: 1\n",
+            "a: &x 1\n---\nb: *x\n",
+            "a: 1\n--- |\n  text\n---\nb: 2\n",
+            "a: 1\n---\n\"unclosed\n---\nb: 2\n",
             "a: [a=b, x@y, $HOME, a#b, ~, -e, a;b, f(x), a*b, a!b, a|b, a\\b, =, +1, -.5]\n",
             "a: [*x]\n",
             "a: [&x 1]\n",
