@@ -255,9 +255,7 @@ pub fn verify(
         ));
         return Err(errors);
     }
-    let mut objects = Vec::new();
     for (document, r) in stream.documents.iter().zip(rendered) {
-        let object = document.to_json();
         match k8s::check(document, version) {
             None => {
                 let kind = |key| document.get(key).map(yaml::key_text).unwrap_or_default();
@@ -280,17 +278,22 @@ pub fn verify(
                 )
             })),
         }
-        objects.push(object);
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    self_lint(&source, stream).map(|()| objects)
+    self_lint(&source, &stream)?;
+    // The tree becomes the objects: nothing of it is copied.
+    Ok(stream
+        .documents
+        .into_iter()
+        .map(yaml::Node::into_json)
+        .collect())
 }
 
 /// The project's own lint over the rendered stream (the strict schemas ran already), on the
 /// same parse.
-fn self_lint(source: &Source, stream: yaml::Stream) -> Result<(), Vec<Diagnostic>> {
+fn self_lint(source: &Source, stream: &yaml::Stream) -> Result<(), Vec<Diagnostic>> {
     let selection = crate::lint::Selection {
         select: Vec::new(),
         ignore: vec!["strict-schema".into()],

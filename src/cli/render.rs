@@ -407,9 +407,16 @@ fn compile_all(
                 }
             }
         }
-        let map = serde_json::to_string_pretty(&compiled.plan.staging_map)
-            .expect("the map serializes")
-            + "\n";
+        // Printed manifests carry no staging map unless `--staging-map` asks for it.
+        let map_used = !matches!(output, Output::Manifests(_)) || files.staging_map.is_some();
+        let map = match map_used {
+            true => {
+                serde_json::to_string_pretty(&compiled.plan.staging_map)
+                    .expect("the map serializes")
+                    + "\n"
+            }
+            false => String::new(),
+        };
         let mut done_one = Done {
             source,
             product,

@@ -151,7 +151,9 @@ pub enum NeededKind {
 /// request names are the submitter's own and not listed. Empty when the output is whole.
 pub fn needed_secrets(plan: &crate::plan::Plan, objects: &[Value]) -> Vec<Needed> {
     let mut referenced = std::collections::BTreeSet::new();
-    secret_refs(&Value::Array(objects.to_vec()), &mut referenced);
+    for object in objects {
+        secret_refs(object, &mut referenced);
+    }
     for object in objects.iter().filter(|o| o["kind"] == "Secret") {
         if let Some(name) = object["metadata"]["name"].as_str() {
             referenced.remove(name);

@@ -13,7 +13,9 @@ use crate::yaml::{self, Node, Step, Value};
 /// Lint every document of one source, one document at a time. `Err` when the text is not YAML.
 pub fn lint(source: &Source, selection: &Selection) -> Result<Vec<Reported>, yaml::SyntaxError> {
     lint_stream(source, selection, None, &mut |each| {
-        yaml::parse_each(source, yaml::Limits::default(), each)
+        yaml::parse_each(source, yaml::Limits::default(), &mut |node, b| {
+            each(&node, b)
+        })
     })
 }
 
@@ -27,28 +29,28 @@ pub fn lint_masked(
 ) -> Result<(Vec<Reported>, Vec<Span>), yaml::SyntaxError> {
     let mut masks = Vec::new();
     let reports = lint_stream(source, selection, Some(&mut masks), &mut |each| {
-        yaml::parse_each(source, yaml::Limits::default(), each)
+        yaml::parse_each(source, yaml::Limits::default(), &mut |node, b| {
+            each(&node, b)
+        })
     })?;
     masks.sort_by_key(|s| (s.start, s.end));
     masks.dedup();
     Ok((reports, masks))
 }
 
-/// Lint a stream that is already parsed (`tao-k8s render` checks its own output).
-pub fn lint_parsed(
-    source: &Source,
-    selection: &Selection,
-    mut stream: yaml::Stream,
-) -> Vec<Reported> {
-    let mut documents = std::mem::take(&mut stream.documents);
-    let booleans = stream.yaml11_booleans.clone();
-    let mut stream = Some(stream);
+/// Lint a stream that is already parsed (`tao-k8s render` checks its own output), leaving
+/// it whole.
+pub fn lint_parsed(source: &Source, selection: &Selection, stream: &yaml::Stream) -> Vec<Reported> {
     // The feed cannot fail: the stream is parsed already.
     lint_stream(source, selection, None, &mut |each| {
-        for document in std::mem::take(&mut documents) {
-            each(document, &booleans);
+        for document in &stream.documents {
+            each(document, &stream.yaml11_booleans);
         }
-        Ok(stream.take().unwrap_or_default())
+        Ok(yaml::Stream {
+            documents: Vec::new(),
+            duplicates: stream.duplicates.clone(),
+            yaml11_booleans: stream.yaml11_booleans.clone(),
+        })
     })
     .unwrap_or_default()
 }
@@ -56,7 +58,7 @@ pub fn lint_parsed(
 /// A source of documents: it hands each document (with the YAML 1.1 boolean spans so far) to
 /// the callback, then returns the stream's duplicates and spans.
 type Feed<'f> =
-    dyn FnMut(&mut dyn FnMut(Node, &[Span])) -> Result<yaml::Stream, yaml::SyntaxError> + 'f;
+    dyn FnMut(&mut dyn FnMut(&Node, &[Span])) -> Result<yaml::Stream, yaml::SyntaxError> + 'f;
 
 fn lint_stream(
     source: &Source,
@@ -219,11 +221,11 @@ impl<'s> Pass<'s> {
     }
 
     /// Check one document as it is parsed, and keep what the stream rules need of it.
-    fn document(&mut self, node: Node, yaml11: &[Span]) {
+    fn document(&mut self, node: &Node, yaml11: &[Span]) {
         let source = self.source;
-        let Some(mut doc) = Document::new(source, &node, yaml11) else {
+        let Some(mut doc) = Document::new(source, node, yaml11) else {
             if !matches!(node.value, Value::Null) {
-                self.out.push(note(source, &node, "a document without `apiVersion` and `kind` is not a Kubernetes object: skipped"));
+                self.out.push(note(source, node, "a document without `apiVersion` and `kind` is not a Kubernetes object: skipped"));
             }
             return;
         };
@@ -243,13 +245,13 @@ impl<'s> Pass<'s> {
             && crate::k8s::unknown_in_builtin_group(doc.api_version, doc.kind, self.kube_version)
                 .is_none()
         {
-            self.custom_kind(&doc, &node, index);
+            self.custom_kind(&doc, node, index);
         }
         self.check(&doc, index);
         if self.admission_checked {
             self.admission(&doc, index);
         }
-        self.keep(&doc, &node, index);
+        self.keep(&doc, node, index);
     }
 
     /// A kind Kubernetes does not know: checked against its CRD if one was given, else a note
