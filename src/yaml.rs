@@ -187,6 +187,7 @@ fn parse_with(
         nodes: 0,
         aliased: 0,
         documents: 0,
+        ascii: text.is_ascii(),
     };
     if !fast_path {
         builder.general(0, false, on_document)?;
@@ -219,13 +220,13 @@ impl Builder<'_> {
         let source = self.source;
         let text = source.text();
         let limits = self.limits;
-        let lines_before = text.as_bytes()[..from]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count();
         // Markers count characters; in ASCII text (nearly every manifest) that is the byte
-        // offset.
-        let ascii = text.is_ascii();
+        // offset; otherwise lines and columns place them.
+        let ascii = self.ascii;
+        let lines_before = match ascii {
+            true => 0,
+            false => source.line_col(from).0 - 1,
+        };
         let at = |m: saphyr_parser::Marker| {
             if ascii {
                 (from + m.index()).min(text.len())
@@ -284,6 +285,8 @@ struct Builder<'s> {
     nodes: usize,
     aliased: usize,
     documents: usize,
+    /// Whether the source is ASCII (checked once: the general parser may run many times).
+    ascii: bool,
 }
 
 impl Builder<'_> {
