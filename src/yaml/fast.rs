@@ -1024,6 +1024,42 @@ mod tests {
         assert!(rendered >= 10, "only {rendered} requests rendered");
     }
 
+    /// Values written after a key or a dash: in the subset, and not (anchors, aliases, block
+    /// scalars, tabs, unclosed quotes and brackets, nested maps on one line).
+    const SCALARS: &[&str] = &[
+        "",
+        "1",
+        "a b",
+        "\"q\\\"\"",
+        "'s''t'",
+        "[a, \"b\"]",
+        "{\"k\": 1}",
+        "{}",
+        "[]",
+        "# c",
+        "yes",
+        "x: y",
+        "~",
+        "null",
+        "a #c",
+        "a  ",
+        "-1",
+        "- a",
+        "[a, [b, {c: d}]]",
+        "{a: 1, a: 2}",
+        "{k: [1, 2]}",
+        "&a x",
+        "*a",
+        "|",
+        "\"unclosed",
+        "é",
+        "a\tb",
+        "[a,",
+        "0x1F",
+        "\"\\u00e9\"",
+        "nginx:1.2",
+    ];
+
     /// Lines of the shapes manifests are made of, in any indentation and order: most
     /// streams are not YAML at all, and the two paths must agree on every one all the same.
     fn lines() -> impl proptest::strategy::Strategy<Value = String> {
@@ -1031,35 +1067,7 @@ mod tests {
         let lead = prop::sample::select(vec![
             "", "- ", "k: ", "kk: ", "\"k\": ", "'k': ", "- k: ", "- - ", "-", "k:", "---", "...",
         ]);
-        let value = prop::sample::select(vec![
-            "",
-            "1",
-            "a b",
-            "\"q\\\"\"",
-            "'s''t'",
-            "[a, \"b\"]",
-            "{\"k\": 1}",
-            "{}",
-            "[]",
-            "# c",
-            "yes",
-            "x: y",
-            "~",
-            "a #c",
-            "-1",
-            "[a, [b, {c: d}]]",
-            "{a: 1, a: 2}",
-            "&a x",
-            "*a",
-            "|",
-            "\"unclosed",
-            "é",
-            "a\tb",
-            "[a,",
-            "{k: [1, 2]}",
-            "0x1F",
-            "\"\\u00e9\"",
-        ]);
+        let value = prop::sample::select(SCALARS.to_vec());
         let line = (0usize..7, lead, value)
             .prop_map(|(indent, lead, value)| format!("{}{lead}{value}", " ".repeat(indent)));
         prop::collection::vec(line, 1..12).prop_map(|lines| lines.join("\n") + "\n")
@@ -1105,35 +1113,7 @@ mod tests {
 
     fn trees() -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
-        let scalar = prop::sample::select(vec![
-            "1",
-            "a b",
-            "\"q\\\"\"",
-            "'s''t'",
-            "[a, \"b\"]",
-            "{\"k\": 1}",
-            "{}",
-            "[]",
-            "yes",
-            "~",
-            "a #c",
-            "-1",
-            "[a, [b, {c: d}]]",
-            "{a: 1, a: 2}",
-            "é",
-            "{k: [1, 2]}",
-            "0x1F",
-            "\"\\u00e9\"",
-            "x: y",
-            "&a x",
-            "|",
-            "",
-            "null",
-            "nginx:1.2",
-            "a  ",
-            "- a",
-        ])
-        .prop_map(Tree::Scalar);
+        let scalar = prop::sample::select(SCALARS.to_vec()).prop_map(Tree::Scalar);
         let key = prop::sample::select(vec!["a", "b", "on", "\"k\"", "'q'", "a.b/c", "k k", "1"]);
         let tree = scalar.prop_recursive(4, 24, 4, move |inner| {
             prop_oneof![
