@@ -3,8 +3,8 @@
 //! collections on one line (the JSON the templates write). It builds exactly the tree, spans,
 //! duplicate keys and YAML 1.1 booleans the general parser's path builds, and gives up on a
 //! document at the first thing outside that subset (anchors, tags, block scalars, multi-line
-//! scalars, tabs, CR, directives, a limit reached...): the general parser then reads the rest
-//! of the stream from that document on, and says what is wrong if anything is.
+//! scalars, tabs, CR, directives, a limit reached...): the general parser then reads that
+//! document (and says what is wrong, if anything is), and this reader goes on after it.
 
 use super::{DuplicateKey, Limits, MAX_DUPLICATES, Node, Stream, Value, is_yaml11_boolean};
 use crate::source::Span;
