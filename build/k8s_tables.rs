@@ -101,6 +101,7 @@ pub fn generate(root: &Path, out: &Path) {
         indexes.len()
     )
     .unwrap();
+    let mut by_minor: Vec<(u32, Vec<u16>)> = Vec::new();
     for (minor, text) in &indexes {
         let mut kinds = Vec::new();
         let mut by_name = vec![u16::MAX; names.len()];
@@ -131,9 +132,138 @@ pub fn generate(root: &Path, out: &Path) {
             .unwrap();
         }
         writeln!(code, "], defs: &{by_name:?} }},").unwrap();
+        by_minor.push((*minor, by_name));
+    }
+    writeln!(code, "];").unwrap();
+    let lists = lists(&dir, &name_id, (oldest, newest), &mut code);
+    // REACH: per minor (in VERSIONS' order), a bit per name id: whether objects of that
+    // definition can hold an associative list the server-side apply rule checks, so its walk
+    // skips the rest.
+    let refs: BTreeMap<&str, Vec<(&str, Vec<usize>)>> = store
+        .iter()
+        .map(|(address, (_, fields))| {
+            let fields = fields
+                .split(' ')
+                .filter(|f| !f.is_empty())
+                .map(|f| {
+                    let (field, ty) = f.split_once(':').expect("<field>:<type>");
+                    let inner = ty.trim_end_matches('!').trim_start_matches(['[', '{']);
+                    let inner = inner.trim_end_matches([']', '}']);
+                    (
+                        field,
+                        inner.strip_prefix('@').map(&name_id).into_iter().collect(),
+                    )
+                })
+                .collect();
+            (*address, fields)
+        })
+        .collect();
+    writeln!(
+        code,
+        "pub(super) static REACH: [&[u64]; {}] = [",
+        by_minor.len()
+    )
+    .unwrap();
+    for (minor, by_name) in &by_minor {
+        let checked: BTreeSet<(usize, &str)> = lists
+            .iter()
+            .filter(|(_, _, minors, validated)| minors & (1 << minor) != 0 && !validated)
+            .map(|(n, f, _, _)| (*n, f.as_str()))
+            .collect();
+        let mut reach = vec![false; names.len()];
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (name, &at) in by_name.iter().enumerate() {
+                if at == u16::MAX || reach[name] {
+                    continue;
+                }
+                let fields = &refs[addresses[usize::from(at)]];
+                if fields.iter().any(|(field, to)| {
+                    checked.contains(&(name, *field)) || to.iter().any(|&r| reach[r])
+                }) {
+                    reach[name] = true;
+                    changed = true;
+                }
+            }
+        }
+        let mut words = vec![0u64; names.len().div_ceil(64)];
+        for (name, _) in reach.iter().enumerate().filter(|(_, r)| **r) {
+            words[name / 64] |= 1 << (name % 64);
+        }
+        writeln!(code, "&{words:?},").unwrap();
     }
     writeln!(code, "];").unwrap();
     fs::write(out.join("k8s_tables.rs"), code).expect("OUT_DIR is writable");
+}
+
+/// `LISTS`: the associative lists of `lists.txt` (see its header), sorted by definition name id
+/// and field, each with a bit per minor (`1 << minor`), its keys (none: a set) and whether the
+/// API server's create validation refuses its duplicates too. Returns `(name id, field,
+/// minors, validated)` of each.
+fn lists(
+    dir: &Path,
+    name_id: &dyn Fn(&str) -> usize,
+    (oldest, newest): (u32, u32),
+    code: &mut String,
+) -> Vec<(usize, String, u64, bool)> {
+    let text = fs::read_to_string(dir.join("lists.txt")).expect("schemas/k8s/lists.txt");
+    let mut rows = Vec::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let words: Vec<&str> = line.split(' ').collect();
+        let (name, field, topology, minors, validated) = match words[..] {
+            [n, f, t, m] => (n, f, t, m, false),
+            [n, f, t, m, "validated"] => (n, f, t, m, true),
+            _ => panic!("lists.txt: <definition> <field> <topology> <minors> [validated]: {line}"),
+        };
+        let mut bits = 0u64;
+        for part in minors.split(',') {
+            let (first, last) = part.split_once('-').unwrap_or((part, part));
+            let (first, last): (u32, u32) = (first.parse().unwrap(), last.parse().unwrap());
+            assert!(
+                oldest <= first && last <= newest,
+                "lists.txt: minors {minors} outside the range"
+            );
+            for m in first..=last {
+                bits |= 1 << m;
+            }
+        }
+        let keys: Vec<(&str, Option<&str>)> = match topology {
+            "set" => Vec::new(),
+            _ => topology
+                .strip_prefix("map(")
+                .and_then(|t| t.strip_suffix(')'))
+                .unwrap_or_else(|| panic!("lists.txt: topology {topology}"))
+                .split(',')
+                .map(|k| match k.split_once('=') {
+                    Some((k, default)) => (k, Some(default)),
+                    None => (k, None),
+                })
+                .collect(),
+        };
+        rows.push((name_id(name), field, bits, keys, validated));
+    }
+    rows.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    for pair in rows.windows(2) {
+        assert!(
+            (pair[0].0, pair[0].1) != (pair[1].0, pair[1].1) || pair[0].2 & pair[1].2 == 0,
+            "lists.txt: {} has two topologies in one minor",
+            pair[0].1
+        );
+    }
+    writeln!(code, "pub(super) static LISTS: [List; {}] = [", rows.len()).unwrap();
+    let out = rows
+        .iter()
+        .map(|(name, field, minors, _, validated)| (*name, field.to_string(), *minors, *validated))
+        .collect();
+    for (name, field, minors, keys, validated) in rows {
+        writeln!(code, "List {{ name: {name}, field: {field:?}, minors: {minors}, keys: &{keys:?}, validated: {validated} }},").unwrap();
+    }
+    writeln!(code, "];").unwrap();
+    out
 }
 
 /// The Rust expression of a compact type (see schemas/k8s/README.md).

@@ -13,8 +13,10 @@
 //! version that is needed.
 
 pub(crate) mod check;
+mod lists;
 
 pub use check::{Problem, check};
+pub use lists::duplicate_entries;
 
 use crate::kube::KubeVersion;
 
@@ -74,6 +76,19 @@ pub(crate) struct Version {
     pub minor: u32,
     pub kinds: &'static [(&'static str, &'static str, usize)],
     pub defs: &'static [u16],
+}
+
+/// An associative list (`schemas/k8s/lists.txt`): the field `field` of definition `name`, in
+/// the minors whose bit (`1 << minor`) is set, keyed by `keys` (a field and the default the
+/// server fills in when it is absent) or, with no keys, a set of scalars.
+pub(crate) struct List {
+    pub name: usize,
+    pub field: &'static str,
+    pub minors: u64,
+    pub keys: &'static [(&'static str, Option<&'static str>)],
+    /// The API server's create validation refuses its duplicates too (and the API rules
+    /// report them as errors).
+    pub validated: bool,
 }
 
 include!(concat!(env!("OUT_DIR"), "/k8s_tables.rs"));
@@ -426,6 +441,24 @@ pub fn kinds(version: KubeVersion) -> impl Iterator<Item = (&'static str, &'stat
         .flat_map(|v| v.kinds.iter().map(|&(a, k, _)| (a, k)))
 }
 
+/// Whether objects of definition `name` can hold an associative list the server-side apply
+/// rule checks, in `version` (a table the build computes).
+fn reaches_list(name: usize, version: &Version) -> bool {
+    let at = (version.minor - VERSIONS[0].minor) as usize;
+    REACH[at]
+        .get(name / 64)
+        .is_some_and(|w| w >> (name % 64) & 1 == 1)
+}
+
+/// The associative list at field `field` of definition `name` in `version`, if it is one.
+fn list(name: usize, field: &str, version: &Version) -> Option<&'static List> {
+    let first = LISTS.partition_point(|l| (l.name, l.field) < (name, field));
+    LISTS[first..]
+        .iter()
+        .take_while(|l| (l.name, l.field) == (name, field))
+        .find(|l| l.minors & (1 << version.minor) != 0)
+}
+
 /// The first minor after `version` whose definition `name` has `field`.
 fn field_since(name: usize, field: &str, version: &Version) -> Option<KubeVersion> {
     VERSIONS
@@ -465,6 +498,67 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The build's REACH table is the fixed point of "has a checked list, or refers to a
+    /// definition that reaches one", recomputed here from DEFS and LISTS.
+    #[test]
+    fn reach_is_the_fixed_point_of_the_tables() {
+        let refers = |ty: Ty| {
+            let mut ty = ty;
+            while let Ty::List(t) | Ty::Map(t) = ty {
+                ty = *t;
+            }
+            match ty {
+                Ty::Ref(n) => Some(n),
+                _ => None,
+            }
+        };
+        for version in &VERSIONS {
+            let mut reach = vec![false; NAMES.len()];
+            let mut changed = true;
+            while changed {
+                changed = false;
+                for name in 0..NAMES.len() {
+                    let Some(def) = version.def(name) else {
+                        continue;
+                    };
+                    let now = def.fields.iter().any(|f| {
+                        list(name, f.name, version).is_some_and(|l| !l.validated)
+                            || refers(f.ty).is_some_and(|r| reach[r])
+                    });
+                    if now && !reach[name] {
+                        reach[name] = true;
+                        changed = true;
+                    }
+                }
+            }
+            for (name, &r) in reach.iter().enumerate() {
+                assert_eq!(
+                    reaches_list(name, version),
+                    r,
+                    "1.{} {}",
+                    version.minor,
+                    NAMES[name]
+                );
+            }
+            let id = |n: &str| NAMES.iter().position(|x| *x == n).unwrap();
+            assert!(reach[id("io.k8s.api.batch.v1.Job")]);
+            assert!(reach[id("io.k8s.api.core.v1.Container")]);
+            assert!(!reach[id("io.k8s.api.core.v1.Probe")]);
+        }
+        // Ports of containers: keyed by port and protocol, TCP when absent, in every minor.
+        let container = NAMES
+            .iter()
+            .position(|x| *x == "io.k8s.api.core.v1.Container")
+            .unwrap();
+        for version in &VERSIONS {
+            let ports = list(container, "ports", version).expect("ports is keyed");
+            assert_eq!(
+                ports.keys,
+                [("containerPort", None), ("protocol", Some("TCP"))]
+            );
         }
     }
 

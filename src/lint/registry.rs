@@ -19,6 +19,7 @@ pub static RULES: &[&dyn Rule] = &[
     &SecretData,
     &StrictSchema,
     &DuplicateKey,
+    &DuplicateListEntry,
     &GpuLimit,
     &JobTtl,
     &JobRestartPolicy,

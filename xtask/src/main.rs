@@ -8,9 +8,14 @@
 //! - `k8s-schemas` regenerates the 1.28 JSON schemas of seven kinds under
 //!   `schemas/k8s/v1.28/`, the oracle of the checker's differential test.
 //!
+//! - `k8s-lists --from DIR` regenerates `schemas/k8s/lists.txt`, the associative lists of
+//!   every minor (server-side apply's keys), from the upstream OpenAPI that the
+//!   `kubernetes-validate` package ships (DIR: its `kubernetes-json-schema` folder).
+//!
 //! Arguments are parsed by hand because a few flags do not justify a CLI dependency.
 
 mod k8s_description;
+mod k8s_lists;
 #[cfg(feature = "v1_28")]
 mod k8s_schemas;
 #[cfg(any(k8s24, k8s29))]
@@ -27,6 +32,9 @@ tasks:
                          regenerate (or check) schemas/k8s/v1.XX.txt and definitions.txt
                          for the given minors (default: every minor of a v1_XX
                          feature of xtask/Cargo.toml)
+  k8s-lists [--check] --from DIR
+                         regenerate (or check) schemas/k8s/lists.txt from the
+                         kubernetes-json-schema folder of the kubernetes-validate package
   k8s-schemas            regenerate schemas/k8s/v1.28/*.json (the test oracle)
   k8s-schemas --check    exit 1 if the committed schemas differ from a fresh generation
 ";
@@ -68,6 +76,23 @@ fn main() -> ExitCode {
                 minors = known_minors();
             }
             run_k8s_description(check, &minors)
+        }
+        ["k8s-lists", rest @ ..] => {
+            let check = rest.contains(&"--check");
+            let from = rest
+                .iter()
+                .position(|a| *a == "--from")
+                .and_then(|i| rest.get(i + 1));
+            let known = rest.iter().enumerate().all(|(i, a)| {
+                *a == "--check" || *a == "--from" || (i > 0 && rest[i - 1] == "--from")
+            });
+            match from {
+                Some(from) if known => run_k8s_lists(check, Path::new(from)),
+                _ => {
+                    eprint!("error: k8s-lists needs --from DIR\n\n{USAGE}");
+                    ExitCode::from(EXIT_USAGE)
+                }
+            }
         }
         [] => {
             eprint!("error: no task given\n\n{USAGE}");
@@ -164,6 +189,20 @@ fn describe_this_minor(check: bool) -> bool {
         eprintln!("error: {}: {err}", k8s_description::OUTPUT_DIR);
         false
     })
+}
+
+fn run_k8s_lists(check: bool, from: &Path) -> ExitCode {
+    let root = repo_root();
+    let result = k8s_lists::generate(&root, from, &known_minors())
+        .and_then(|text| k8s_lists::write_or_check(&root, &text, check).map_err(|e| e.to_string()));
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(err) => {
+            eprintln!("error: {}: {err}", k8s_lists::OUTPUT);
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(feature = "v1_28")]
