@@ -97,14 +97,20 @@ pub(crate) fn io_reason(e: &std::io::Error) -> String {
 /// without blocking, so that a FIFO with no writer is refused at once rather than waited on;
 /// a regular file reads the same either way.
 pub(crate) fn open(path: &Path) -> std::io::Result<File> {
+    open_sized(path).map(|(file, _)| file)
+}
+
+/// [`open`], with the file's size when it was opened (what a whole read allocates at once).
+fn open_sized(path: &Path) -> std::io::Result<(File, u64)> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
-    let kind = file.metadata()?.file_type();
+    let metadata = file.metadata()?;
+    let kind = metadata.file_type();
     let what = if kind.is_file() {
-        return Ok(file);
+        return Ok((file, metadata.len()));
     } else if kind.is_dir() {
         return Err(std::io::ErrorKind::IsADirectory.into());
     } else if kind.is_fifo() {
@@ -165,14 +171,17 @@ fn cannot_read(path: &Path, e: &std::io::Error) -> ReadError {
 /// endless stream is refused as soon as it passes it.
 pub(crate) fn read(path: &Path, kind: Kind) -> Result<Source, ReadError> {
     let limit = kind.limit();
-    let (name, reader): (String, Box<dyn Read>) = if path == Path::new("-") {
-        ("<stdin>".into(), Box::new(std::io::stdin().lock()))
+    let (name, reader, size): (String, Box<dyn Read>, u64) = if path == Path::new("-") {
+        ("<stdin>".into(), Box::new(std::io::stdin().lock()), 0)
     } else {
-        let file = open(path).map_err(|e| cannot_read(path, &e))?;
-        (path.display().to_string(), Box::new(file))
+        let (file, size) = open_sized(path).map_err(|e| cannot_read(path, &e))?;
+        (path.display().to_string(), Box::new(file), size)
     };
     let refused = |e: TextError| ReadError::Refused(format!("{name}: {e}"));
-    let mut bytes = Vec::new();
+    // The size is a hint (the file may grow or shrink): room for it and the end-of-file read,
+    // within the cap.
+    let hint = usize::try_from(size.min(limit) + 1).unwrap_or(0);
+    let mut bytes = Vec::with_capacity(hint);
     reader
         .take(limit + 1)
         .read_to_end(&mut bytes)
@@ -296,8 +305,13 @@ pub(crate) fn list(dir: &Path, confined: bool) -> Result<Vec<PathBuf>, String> {
         None
     };
     for entry in std::fs::read_dir(dir).map_err(fail)? {
-        let path = entry.map_err(fail)?.path();
-        if let Some(root) = &root
+        let entry = entry.map_err(fail)?;
+        let path = entry.path();
+        // Only a link can lead out: any other entry is in the folder (resolving the path of
+        // each would cost a system call per component).
+        let link = entry.file_type().map_or(true, |t| t.is_symlink());
+        if link
+            && let Some(root) = &root
             && let Ok(target) = path.canonicalize()
             && !target.starts_with(root)
         {
