@@ -90,6 +90,36 @@ fn re(pattern: &str) -> Regex {
 /// Findings are sorted by start and never overlap: a catalogue shape wins over the name model,
 /// so `HF_TOKEN=hf_…` is one "huggingface-token" finding.
 pub fn scan_text(text: &str) -> Vec<Finding> {
+    // The same short strings come back again and again (an image in every document of a
+    // stream, a request's values in the objects rendered from it): each is scanned once per
+    // thread. The memo holds at most `MEMO_ENTRIES` texts of at most `MEMO_TEXT` bytes.
+    if text.len() > MEMO_TEXT {
+        return scan(text);
+    }
+    if let Some(found) = MEMO.with(|m| m.borrow().get(text).cloned()) {
+        return found;
+    }
+    let found = scan(text);
+    MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= MEMO_ENTRIES {
+            m.clear();
+        }
+        m.insert(text.into(), found.clone());
+    });
+    found
+}
+
+const MEMO_TEXT: usize = 256;
+const MEMO_ENTRIES: usize = 8192;
+
+thread_local! {
+    static MEMO: std::cell::RefCell<std::collections::HashMap<Box<str>, Vec<Finding>>> =
+        std::cell::RefCell::default();
+}
+
+/// [`scan_text`], without the memo.
+fn scan(text: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     // The name model needs a name with a secret word: text without one holds no assignment
     // worth parsing.
