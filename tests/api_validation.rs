@@ -265,6 +265,26 @@ const COVERED: &[(&str, &str, &str)] = &[
         "spec.maxFailedIndexes",
     ),
     ("job-name-too-long-for-label", "TK311", "metadata.name"),
+    (
+        "env-value-and-value-from",
+        "TK417",
+        "spec.template.spec.containers[0].env[0].valueFrom",
+    ),
+    (
+        "env-value-from-empty",
+        "TK417",
+        "spec.template.spec.containers[0].env[0].valueFrom",
+    ),
+    (
+        "env-resource-field-gpu",
+        "TK417",
+        "spec.template.spec.containers[0].env[0].valueFrom.resourceFieldRef.resource",
+    ),
+    (
+        "resources-name-not-standard",
+        "TK408",
+        "spec.template.spec.containers[0].resources.limits.gpu",
+    ),
 ];
 
 /// Cases lint misses: (file stem, the field the server names, in lint's path syntax).
@@ -287,20 +307,8 @@ const MISSED: &[(&str, &str)] = &[
         "spec.containers[0].ports[0].hostPort",
     ),
     (
-        "env-value-and-value-from",
-        "spec.template.spec.containers[0].env[0].valueFrom",
-    ),
-    (
-        "env-value-from-empty",
-        "spec.template.spec.containers[0].env[0].valueFrom",
-    ),
-    (
         "env-field-ref-unsupported",
         "spec.template.spec.containers[0].env[0].valueFrom.fieldRef.fieldPath",
-    ),
-    (
-        "env-resource-field-gpu",
-        "spec.template.spec.containers[0].env[0].valueFrom.resourceFieldRef.resource",
     ),
     (
         "env-from-no-source",
@@ -329,10 +337,6 @@ const MISSED: &[(&str, &str)] = &[
     (
         "mount-sub-path-and-expr",
         "spec.template.spec.containers[0].volumeMounts[0].subPathExpr",
-    ),
-    (
-        "resources-name-not-standard",
-        "spec.template.spec.containers[0].resources.limits.gpu",
     ),
     (
         "resources-hugepages-alone",

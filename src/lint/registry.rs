@@ -40,6 +40,7 @@ pub static RULES: &[&dyn Rule] = &[
     &ContainerNames,
     &ContainerPorts,
     &EnvVarName,
+    &EnvValueFrom,
     &ResourceQuantities,
     &Volumes,
     &Toleration,

@@ -8,13 +8,15 @@ crate::rule! {
     /// valid quantity (`500m`, `64Gi`, `2`) and not negative; a request is at most the limit
     /// of the same resource; an extended resource (a name with a domain outside
     /// `kubernetes.io`, such as `nvidia.com/gpu`) is a whole number. (That an extended
-    /// resource's request equals its limit is `gpu-limit`, TK301.)
+    /// resource's request equals its limit is `gpu-limit`, TK301.) Each name is one a container
+    /// can have: `cpu`, `memory`, `ephemeral-storage`, `hugepages-<size>`, or a qualified name
+    /// with a domain (the API server's `validateContainerResourceName`).
     ///
     /// Why it matters: the API server refuses the pod, or the Job whose template holds it
     /// (`must be less than or equal to memory limit`, `must be an integer`). A GPU limit of `0.5` or a memory request raised
     /// without its limit are the usual slips.
     ///
-    /// Example: `requests: {memory: 64Gi}` with `limits: {memory: 32Gi}`;
+    /// Example: `requests: {memory: 64Gi}` with `limits: {memory: 32Gi}`; `limits: {gpu: 1}`;
     /// `limits: {nvidia.com/gpu: 0.5}`; `memory: 64GB` (not a quantity: `64G` or `64Gi`).
     ///
     /// Fix: raise the limit or lower the request; give extended resources whole numbers.
@@ -29,6 +31,21 @@ crate::rule! {
 /// Extended resources: a domain-prefixed name outside `kubernetes.io` (not `requests.`).
 fn is_extended(name: &str) -> bool {
     name.contains('/') && !name.contains("kubernetes.io/") && !name.starts_with("requests.")
+}
+
+/// Whether a container may have resource `name` (the API server's
+/// `validateContainerResourceName`): without a domain, one of the standard container
+/// resources; with one, a qualified name.
+fn is_container_resource(name: &str) -> bool {
+    match name.split_once('/') {
+        None => {
+            matches!(name, "cpu" | "memory" | "ephemeral-storage")
+                || name
+                    .strip_prefix("hugepages-")
+                    .is_some_and(|s| !s.is_empty())
+        }
+        Some(_) => crate::kube::names::is_qualified_name(name),
+    }
 }
 
 /// The value of a quantity node (`None` if it is not one).
@@ -53,6 +70,23 @@ fn valid<'n>(
     for (k, v) in entries {
         let name = key_text(k);
         let at = || key(&under(&path.get(), &format!("resources.{list}")), &name);
+        if !is_container_resource(&name) {
+            let help = if name.to_ascii_lowercase().contains("gpu") {
+                "GPUs are an extended resource of their device plugin: `nvidia.com/gpu`"
+            } else {
+                "use `cpu`, `memory`, `ephemeral-storage`, `hugepages-<size>`, or an extended resource with its domain (`nvidia.com/gpu`)"
+            };
+            report.at(
+                at(),
+                k,
+                format!(
+                    "{list} `{}` is not a resource a container can have: the API server refuses it (must be a standard resource for containers, or a qualified name with a domain)",
+                    shown(k, 60)
+                ),
+                help,
+            );
+            continue;
+        }
         let Some(q) = value(v) else {
             if !matches!(v.value, Value::Null) {
                 let message = format!(
