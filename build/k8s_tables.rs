@@ -215,8 +215,8 @@ fn lists(
     {
         let words: Vec<&str> = line.split(' ').collect();
         let (name, field, topology, minors, validated) = match words[..] {
-            [n, f, t, m] => (n, f, t, m, false),
-            [n, f, t, m, "validated"] => (n, f, t, m, true),
+            [n, f, t, m] => (n, f, t, m, ""),
+            [n, f, t, m, mark @ ("validated" | "refused")] => (n, f, t, m, mark),
             _ => panic!("lists.txt: <definition> <field> <topology> <minors> [validated]: {line}"),
         };
         let mut bits = 0u64;
@@ -244,7 +244,14 @@ fn lists(
                 })
                 .collect(),
         };
-        rows.push((name_id(name), field, bits, keys, validated));
+        rows.push((
+            name_id(name),
+            field,
+            bits,
+            keys,
+            validated == "validated",
+            validated == "refused",
+        ));
     }
     rows.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     for pair in rows.windows(2) {
@@ -257,10 +264,12 @@ fn lists(
     writeln!(code, "pub(super) static LISTS: [List; {}] = [", rows.len()).unwrap();
     let out = rows
         .iter()
-        .map(|(name, field, minors, _, validated)| (*name, field.to_string(), *minors, *validated))
+        .map(|(name, field, minors, _, validated, _)| {
+            (*name, field.to_string(), *minors, *validated)
+        })
         .collect();
-    for (name, field, minors, keys, validated) in rows {
-        writeln!(code, "List {{ name: {name}, field: {field:?}, minors: {minors}, keys: &{keys:?}, validated: {validated} }},").unwrap();
+    for (name, field, minors, keys, validated, refused) in rows {
+        writeln!(code, "List {{ name: {name}, field: {field:?}, minors: {minors}, keys: &{keys:?}, validated: {validated}, refused: {refused} }},").unwrap();
     }
     writeln!(code, "];").unwrap();
     out

@@ -285,6 +285,31 @@ const COVERED: &[(&str, &str, &str)] = &[
         "TK408",
         "spec.template.spec.containers[0].resources.limits.gpu",
     ),
+    (
+        "spread-max-skew-zero",
+        "TK418",
+        "spec.template.spec.topologySpreadConstraints[0].maxSkew",
+    ),
+    (
+        "spread-when-unsatisfiable",
+        "TK418",
+        "spec.template.spec.topologySpreadConstraints[0].whenUnsatisfiable",
+    ),
+    (
+        "spread-min-domains-schedule-anyway",
+        "TK418",
+        "spec.template.spec.topologySpreadConstraints[0].minDomains",
+    ),
+    (
+        "spread-topology-key-empty",
+        "TK418",
+        "spec.template.spec.topologySpreadConstraints[0]",
+    ),
+    (
+        "spread-duplicate",
+        "TK418",
+        "spec.template.spec.topologySpreadConstraints[0]",
+    ),
 ];
 
 /// Cases lint misses: (file stem, the field the server names, in lint's path syntax).
@@ -446,26 +471,6 @@ const MISSED: &[(&str, &str)] = &[
     (
         "affinity-pod-anti-topology-key-empty",
         "spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
-    ),
-    (
-        "spread-max-skew-zero",
-        "spec.template.spec.topologySpreadConstraints[0].maxSkew",
-    ),
-    (
-        "spread-when-unsatisfiable",
-        "spec.template.spec.topologySpreadConstraints[0].whenUnsatisfiable",
-    ),
-    (
-        "spread-duplicate",
-        "spec.template.spec.topologySpreadConstraints[0]",
-    ),
-    (
-        "spread-min-domains-schedule-anyway",
-        "spec.template.spec.topologySpreadConstraints[0].minDomains",
-    ),
-    (
-        "spread-topology-key-empty",
-        "spec.template.spec.topologySpreadConstraints[0].topologyKey",
     ),
     (
         "job-pod-failure-policy-exit-code-zero",

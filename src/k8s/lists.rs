@@ -124,13 +124,21 @@ impl<'a> Walk<'a> {
                     slot.insert(i);
                 }
                 Entry::Occupied(first) => {
-                    self.report(field, i, *first.get(), item, first.key());
+                    self.report(field, i, *first.get(), item, first.key(), list.refused);
                 }
             }
         }
     }
 
-    fn report(&mut self, field: &str, at: usize, first: usize, item: &Node, key: &str) {
+    fn report(
+        &mut self,
+        field: &str,
+        at: usize,
+        first: usize,
+        item: &Node,
+        key: &str,
+        refused: bool,
+    ) {
         let mut path: Vec<Step> = self
             .path
             .iter()
@@ -143,15 +151,23 @@ impl<'a> Walk<'a> {
         self.out.push(Problem {
             path,
             span: item.span.clone(),
-            message: format!(
-                "`{field}[{at}]` has the key of `{field}[{first}]`: server-side apply refuses the object (duplicate entries for key {key})"
-            ),
-            help: Some(
+            message: if refused {
+                format!(
+                    "`{field}[{at}]` has the key of `{field}[{first}]`: the API server refuses the object (Duplicate value), and server-side apply too (duplicate entries for key {key})"
+                )
+            } else {
+                format!(
+                    "`{field}[{at}]` has the key of `{field}[{first}]`: server-side apply refuses the object (duplicate entries for key {key})"
+                )
+            },
+            help: Some(if refused {
+                "give each entry its own key, or remove one".into()
+            } else {
                 "`kubectl create` and a client-side `kubectl apply` store both entries, but \
                  `kubectl apply --server-side`, and tools that apply server-side (Helm 4, Flux, \
                  Argo CD's server-side sync), fail: give each entry its own key, or remove one"
-                    .into(),
-            ),
+                    .into()
+            }),
         });
     }
 }

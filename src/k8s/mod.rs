@@ -89,6 +89,8 @@ pub(crate) struct List {
     /// The API server's create validation refuses its duplicates too (and the API rules
     /// report them as errors).
     pub validated: bool,
+    /// The create validation refuses its duplicates too, and no API rule reports them.
+    pub refused: bool,
 }
 
 include!(concat!(env!("OUT_DIR"), "/k8s_tables.rs"));

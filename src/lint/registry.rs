@@ -44,6 +44,7 @@ pub static RULES: &[&dyn Rule] = &[
     &ResourceQuantities,
     &Volumes,
     &Toleration,
+    &TopologySpread,
     &ImageReference,
     &NulByte,
     &JobSpec,
