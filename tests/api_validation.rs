@@ -310,6 +310,17 @@ const COVERED: &[(&str, &str, &str)] = &[
         "TK418",
         "spec.template.spec.topologySpreadConstraints[0]",
     ),
+    ("job-selector-not-generated", "TK413", "spec.selector"),
+    (
+        "deployment-restart-policy-never",
+        "TK419",
+        "spec.template.spec.restartPolicy",
+    ),
+    (
+        "deployment-selector-mismatch",
+        "TK419",
+        "spec.template.metadata.labels",
+    ),
 ];
 
 /// Cases lint misses: (file stem, the field the server names, in lint's path syntax).
@@ -487,15 +498,6 @@ const MISSED: &[(&str, &str)] = &[
     (
         "job-pod-failure-policy-container-name",
         "spec.podFailurePolicy.rules[0].onExitCodes.containerName",
-    ),
-    ("job-selector-not-generated", "spec.selector"),
-    (
-        "deployment-restart-policy-never",
-        "spec.template.spec.restartPolicy",
-    ),
-    (
-        "deployment-selector-mismatch",
-        "spec.template.metadata.labels",
     ),
 ];
 

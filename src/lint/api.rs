@@ -8,6 +8,7 @@
 
 use crate::lint::{Document, Finding, Findings, steps};
 use crate::yaml::{Node, Step, Value};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 pub use crate::kube::names::{
@@ -168,4 +169,75 @@ pub fn all_containers<'a>(doc: &Document<'a>) -> Vec<(ContainerPath, &'a Node)> 
 /// escaped, and credential-shaped runs masked (a label value may hold a token by mistake).
 pub fn shown(node: &Node, max: usize) -> String {
     crate::diag::shown(&crate::lint::pods::scalar_text(node), max)
+}
+
+/// A label selector: `matchLabels` and `matchExpressions`.
+#[derive(Default)]
+pub struct Selector {
+    labels: Vec<(String, String)>,
+    expressions: Vec<(String, String, Vec<String>)>,
+}
+
+impl Selector {
+    /// The selector at `node` (`None` when there is none).
+    pub fn read(node: Option<&Node>) -> Option<Selector> {
+        let node = node?;
+        let owned = |n: Option<&Node>| n.and_then(text).unwrap_or_default().to_owned();
+        let labels = node
+            .get("matchLabels")
+            .map(entries)
+            .unwrap_or_default()
+            .iter()
+            .map(|(k, v)| (crate::yaml::key_text(k), owned(Some(v))))
+            .collect();
+        let expressions = node
+            .get("matchExpressions")
+            .map(items)
+            .unwrap_or_default()
+            .iter()
+            .map(|e| {
+                let values = e.get("values").map(items).unwrap_or_default();
+                (
+                    owned(e.get("key")),
+                    owned(e.get("operator")),
+                    values.iter().map(crate::yaml::key_text).collect(),
+                )
+            })
+            .collect();
+        Some(Selector {
+            labels,
+            expressions,
+        })
+    }
+
+    /// Whether objects with `labels` are selected.
+    pub fn matches(&self, labels: &HashMap<String, String>) -> bool {
+        self.labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+            && self
+                .expressions
+                .iter()
+                .all(|(k, op, values)| match op.as_str() {
+                    "In" => labels.get(k).is_some_and(|v| values.contains(v)),
+                    "NotIn" => labels.get(k).is_none_or(|v| !values.contains(v)),
+                    "Exists" => labels.contains_key(k),
+                    "DoesNotExist" => !labels.contains_key(k),
+                    _ => false,
+                })
+    }
+
+    /// Whether it has no requirement (it selects everything).
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty() && self.expressions.is_empty()
+    }
+}
+
+/// The string labels of a `metadata` node.
+pub fn labels_of(metadata: Option<&Node>) -> HashMap<String, String> {
+    metadata
+        .and_then(|m| m.get("labels"))
+        .map(entries)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|(k, v)| Some((crate::yaml::key_text(k), text(v)?.to_owned())))
+        .collect()
 }

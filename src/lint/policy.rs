@@ -11,6 +11,7 @@
 
 use crate::crd::rules::{compile, compile_error, evaluate, to_cel};
 use crate::kube::{Document, Finding};
+use crate::lint::api::{Selector, labels_of};
 use crate::yaml::{Node, Step, Value, key_text};
 use std::collections::HashMap;
 
@@ -88,13 +89,6 @@ struct ResourceRule {
     names: Vec<String>,
 }
 
-/// A label selector: `matchLabels` and `matchExpressions`.
-#[derive(Default)]
-struct Selector {
-    labels: Vec<(String, String)>,
-    expressions: Vec<(String, String, Vec<String>)>,
-}
-
 fn text(node: Option<&Node>) -> Option<String> {
     match node.map(|n| &n.value) {
         Some(Value::Str(s)) => Some(s.clone()),
@@ -118,57 +112,6 @@ fn seq(node: Option<&Node>) -> &[Node] {
 
 fn at<'a>(node: &'a Node, path: &[&str]) -> Option<&'a Node> {
     path.iter().try_fold(node, |n, k| n.get(k))
-}
-
-impl Selector {
-    fn read(node: Option<&Node>) -> Option<Selector> {
-        let node = node?;
-        let labels = match node.get("matchLabels").map(|n| &n.value) {
-            Some(Value::Map(entries)) => entries
-                .iter()
-                .map(|(k, v)| (key_text(k), text(Some(v)).unwrap_or_default()))
-                .collect(),
-            _ => Vec::new(),
-        };
-        let expressions = seq(node.get("matchExpressions"))
-            .iter()
-            .map(|e| {
-                (
-                    text(e.get("key")).unwrap_or_default(),
-                    text(e.get("operator")).unwrap_or_default(),
-                    strings(e.get("values")),
-                )
-            })
-            .collect();
-        Some(Selector {
-            labels,
-            expressions,
-        })
-    }
-
-    fn matches(&self, labels: &HashMap<String, String>) -> bool {
-        self.labels.iter().all(|(k, v)| labels.get(k) == Some(v))
-            && self
-                .expressions
-                .iter()
-                .all(|(k, op, values)| match op.as_str() {
-                    "In" => labels.get(k).is_some_and(|v| values.contains(v)),
-                    "NotIn" => labels.get(k).is_none_or(|v| !values.contains(v)),
-                    "Exists" => labels.contains_key(k),
-                    "DoesNotExist" => !labels.contains_key(k),
-                    _ => false,
-                })
-    }
-}
-
-fn labels_of(metadata: Option<&Node>) -> HashMap<String, String> {
-    match metadata.and_then(|m| m.get("labels")).map(|n| &n.value) {
-        Some(Value::Map(entries)) => entries
-            .iter()
-            .filter_map(|(k, v)| Some((key_text(k), text(Some(v))?)))
-            .collect(),
-        _ => HashMap::new(),
-    }
 }
 
 impl ResourceRule {
@@ -469,11 +412,7 @@ impl Policies {
         {
             return false;
         }
-        let Some(selector) = m
-            .namespace_selector
-            .as_ref()
-            .filter(|s| !(s.labels.is_empty() && s.expressions.is_empty()))
-        else {
+        let Some(selector) = m.namespace_selector.as_ref().filter(|s| !s.is_empty()) else {
             return true;
         };
         // A Namespace is matched by its own labels; an object that names no namespace lands

@@ -48,6 +48,7 @@ pub static RULES: &[&dyn Rule] = &[
     &ImageReference,
     &NulByte,
     &JobSpec,
+    &ControllerTemplate,
     &ServiceSpec,
     &PodSecurityStandards,
     &AdmissionPolicy,

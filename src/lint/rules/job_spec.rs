@@ -1,4 +1,4 @@
-use crate::lint::api::{Report, int, key, text};
+use crate::lint::api::{Report, Selector, int, key, labels_of, text};
 use crate::lint::pods::{is_indexed, job_spec};
 use crate::lint::{Document, Findings, Rule};
 use crate::yaml::{Node, Step};
@@ -14,7 +14,8 @@ crate::rule! {
     /// an Indexed Job sets `completions` and has a `parallelism` of at most 100000;
     /// `backoffLimitPerIndex` and `maxFailedIndexes` need an Indexed Job, and
     /// `maxFailedIndexes` needs `backoffLimitPerIndex`; with a `podFailurePolicy` the pod
-    /// template's `restartPolicy` is `Never`. (A missing or `Always` restart policy is
+    /// template's `restartPolicy` is `Never`; a `selector` only with `manualSelector: true`,
+    /// selecting the template's labels (never in a CronJob's Job template). (A missing or `Always` restart policy is
     /// `job-restart-policy`, TK303.)
     ///
     /// Why it matters: the API server refuses the Job, so nothing runs. An Indexed Job
@@ -60,6 +61,50 @@ impl Rule for JobSpec {
             );
         }
         pod_failure_policy_never_restarts(&mut report, doc, spec);
+        selector(&mut report, doc, &path, spec);
+    }
+}
+
+/// A Job's `selector` is generated unless `manualSelector` is true (and then it selects the
+/// template's labels); a CronJob's Job template never has one (`ValidateGeneratedSelector`,
+/// `ValidateJobTemplateSpec`).
+fn selector(report: &mut Report, doc: &Document, path: &[Step], spec: &Node) {
+    let Some((k, node)) = spec.entry("selector") else {
+        return;
+    };
+    let at = key(path, "selector");
+    if doc.kind == "CronJob" {
+        report.at(
+            at,
+            k,
+            "a CronJob's Job template has no `selector`: the API server refuses it (`selector` will be auto-generated)".into(),
+            "remove it: each Job's selector is generated from its uid",
+        );
+        return;
+    }
+    let manual = matches!(
+        spec.get("manualSelector").map(|n| &n.value),
+        Some(crate::yaml::Value::Bool(true))
+    );
+    if !manual {
+        report.at(
+            at,
+            k,
+            "`selector` is set without `manualSelector: true`: the API server refuses it (`selector` not auto-generated)".into(),
+            "remove `selector` (the Job's own is generated from its uid); `manualSelector: true` only to adopt existing pods",
+        );
+        return;
+    }
+    let template = spec.get("template").and_then(|t| t.get("metadata"));
+    if let Some(selector) = Selector::read(Some(node))
+        && !selector.matches(&labels_of(template))
+    {
+        report.at(
+            at,
+            k,
+            "`selector` does not match template `labels`: the API server refuses it".into(),
+            "give the template every label the selector asks for",
+        );
     }
 }
 
