@@ -39,6 +39,7 @@ pub static RULES: &[&dyn Rule] = &[
     &ObjectSize,
     &ContainerNames,
     &ContainerPorts,
+    &Probes,
     &EnvVarName,
     &EnvValueFrom,
     &ResourceQuantities,
