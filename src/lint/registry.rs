@@ -40,6 +40,7 @@ pub static RULES: &[&dyn Rule] = &[
     &ContainerNames,
     &ContainerPorts,
     &Probes,
+    &PodSpec,
     &EnvVarName,
     &EnvValueFrom,
     &ResourceQuantities,

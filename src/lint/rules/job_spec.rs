@@ -1,4 +1,6 @@
-use crate::lint::api::{Report, Selector, int, key, labels_of, text};
+use crate::lint::api::{
+    Report, Selector, all_containers, index, int, items, key, labels_of, shown, text,
+};
 use crate::lint::pods::{is_indexed, job_spec};
 use crate::lint::{Document, Findings, Rule};
 use crate::yaml::{Node, Step};
@@ -15,7 +17,9 @@ crate::rule! {
     /// `backoffLimitPerIndex` and `maxFailedIndexes` need an Indexed Job, and
     /// `maxFailedIndexes` needs `backoffLimitPerIndex`; with a `podFailurePolicy` the pod
     /// template's `restartPolicy` is `Never`; a `selector` only with `manualSelector: true`,
-    /// selecting the template's labels (never in a CronJob's Job template). (A missing or `Always` restart policy is
+    /// selecting the template's labels (never in a CronJob's Job template); each rule of a
+    /// `podFailurePolicy` with a known `action`, one of `onExitCodes` and `onPodConditions`,
+    /// no exit code 0 under `In`, and a `containerName` of the template. (A missing or `Always` restart policy is
     /// `job-restart-policy`, TK303.)
     ///
     /// Why it matters: the API server refuses the Job, so nothing runs. An Indexed Job
@@ -61,7 +65,83 @@ impl Rule for JobSpec {
             );
         }
         pod_failure_policy_never_restarts(&mut report, doc, spec);
+        pod_failure_policy_rules(&mut report, doc, &path, spec);
         selector(&mut report, doc, &path, spec);
+    }
+}
+
+/// The rules of a `podFailurePolicy` (`validatePodFailurePolicyRule`): a known action; one
+/// of `onExitCodes` and `onPodConditions`; exit codes with `In` not 0; a `containerName`
+/// of the template.
+fn pod_failure_policy_rules(report: &mut Report, doc: &Document, path: &[Step], spec: &Node) {
+    let Some(rules) = spec.get("podFailurePolicy").and_then(|p| p.get("rules")) else {
+        return;
+    };
+    let names: Vec<&str> = all_containers(doc)
+        .into_iter()
+        .filter(|(p, _)| p.list() != "ephemeralContainers")
+        .filter_map(|(_, c)| c.get("name").and_then(text))
+        .collect();
+    let base = key(&key(path, "podFailurePolicy"), "rules");
+    for (i, rule) in items(rules).iter().enumerate() {
+        let at = index(&base, i);
+        if let Some(node) = rule.get("action")
+            && let Some(action) = text(node)
+            && !["Count", "FailIndex", "FailJob", "Ignore"].contains(&action)
+        {
+            report.at(
+                key(&at, "action"),
+                node,
+                format!("`action: {}` is not an action of a pod failure policy: the API server refuses it (supported: `Count`, `FailIndex`, `FailJob`, `Ignore`)", shown(node, 40)),
+                "",
+            );
+        }
+        let codes = rule.get("onExitCodes");
+        match (codes.is_some(), rule.get("onPodConditions").is_some()) {
+            (true, true) => report.at(
+                at.clone(),
+                rule,
+                "a pod failure policy rule with both `onExitCodes` and `onPodConditions`: the API server refuses it".into(),
+                "split it into two rules",
+            ),
+            (false, false) => report.at(
+                at.clone(),
+                rule,
+                "a pod failure policy rule with neither `onExitCodes` nor `onPodConditions`: the API server refuses it".into(),
+                "",
+            ),
+            _ => {}
+        }
+        let Some(codes) = codes else {
+            continue;
+        };
+        let on = key(&at, "onExitCodes");
+        if codes.get("operator").and_then(text) == Some("In")
+            && let Some(values) = codes.get("values")
+        {
+            for (j, v) in items(values).iter().enumerate() {
+                if int(v) == Some(0) {
+                    report.at(
+                        index(&key(&on, "values"), j),
+                        v,
+                        "exit code 0 with `operator: In`: the API server refuses it (a pod that exits 0 succeeded)".into(),
+                        "",
+                    );
+                }
+            }
+        }
+        if let Some(node) = codes.get("containerName")
+            && let Some(name) = text(node)
+            && !names.is_empty()
+            && !names.contains(&name)
+        {
+            report.at(
+                key(&on, "containerName"),
+                node,
+                format!("`containerName: {}` is not a container of the pod template: the API server refuses it", shown(node, 60)),
+                "name one of the template's containers or init containers",
+            );
+        }
     }
 }
 
