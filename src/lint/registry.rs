@@ -41,6 +41,8 @@ pub static RULES: &[&dyn Rule] = &[
     &ContainerPorts,
     &Probes,
     &PodSpec,
+    &Affinity,
+    &SecurityContext,
     &EnvVarName,
     &EnvValueFrom,
     &ResourceQuantities,

@@ -1,6 +1,7 @@
 //! One rule per file; `registry.rs` lists them.
 
 mod admission_policy;
+mod affinity;
 pub mod annotation_syntax;
 mod container_names;
 mod container_ports;
@@ -30,6 +31,7 @@ mod pod_spec;
 mod probes;
 mod resource_quantities;
 mod secret_data;
+mod security_context;
 mod service_spec;
 mod shm_memory;
 mod strict_schema;
@@ -41,6 +43,7 @@ mod world_size;
 mod yaml11_boolean;
 
 pub use admission_policy::AdmissionPolicy;
+pub use affinity::Affinity;
 pub use annotation_syntax::AnnotationSyntax;
 pub use container_names::ContainerNames;
 pub use container_ports::ContainerPorts;
@@ -70,6 +73,7 @@ pub use pod_spec::PodSpec;
 pub use probes::Probes;
 pub use resource_quantities::ResourceQuantities;
 pub use secret_data::SecretData;
+pub use security_context::SecurityContext;
 pub use service_spec::ServiceSpec;
 pub use shm_memory::ShmMemory;
 pub use strict_schema::StrictSchema;
