@@ -490,6 +490,26 @@ mod redact_tests {
 
 #[cfg(test)]
 mod tests {
+    /// The memo answers what a fresh scan answers, and stays within its bound.
+    #[test]
+    fn the_memo_answers_as_a_scan_and_is_bounded() {
+        let text = &format!("HF_TOKEN=hf_{}", "FAKE0".repeat(8));
+        assert!(!scan(text).is_empty(), "the sample is a finding");
+        assert_eq!(scan_text(text), scan(text));
+        assert_eq!(
+            scan_text(text),
+            scan(text),
+            "a second call is answered by the memo"
+        );
+        for i in 0..MEMO_ENTRIES + 100 {
+            scan_text(&format!("value-{i}"));
+        }
+        assert!(MEMO.with(|m| m.borrow().len()) <= MEMO_ENTRIES);
+        let long = "x ".repeat(MEMO_TEXT);
+        scan_text(&long);
+        assert!(MEMO.with(|m| !m.borrow().contains_key(long.as_str())));
+    }
+
     use super::*;
 
     /// 40 distinct sequential chars `A..Q a..m 0..9`: obviously fake, but AWS-secret-shaped.
