@@ -1679,6 +1679,79 @@ fn status_records_why_the_job_failed() {
     assert_eq!(run.mutations(), Vec::<String>::new());
 }
 
+/// A node drain evicts index 1: its pod ends with the DisruptionTarget condition and the Job
+/// (a podFailurePolicy `Ignore` rule) replaces it without counting a failure. `status` says
+/// which pod was disrupted and why, the record stays RUNNING, and the run completes.
+#[test]
+fn an_evicted_rank_is_replaced_and_the_run_completes() {
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    let bundle = fs::read_to_string(s.path("bundle/manifest.yaml")).unwrap();
+    assert!(
+        bundle.contains(
+            "  podFailurePolicy:\n    rules:\n      - action: \"Ignore\"\n        onPodConditions:\n          - type: \"DisruptionTarget\""
+        ),
+        "{bundle}"
+    );
+    s.preload("job-rtdetr-active.json");
+    let id = s.running_record("default/rtdetr-train-4n");
+    let run = s.run("job-disrupted", &[], &["status", "--record", &id]);
+    run.assert_code(0);
+    assert_eq!(
+        run.stdout,
+        "default/rtdetr-train-4n: running (active 4, succeeded 0, failed 0)\n  \
+         index 0 rtdetr-train-4n-0-x7k2p: Running on gpu-node-1\n  \
+         index 1 rtdetr-train-4n-1-b8d4c: Failed on gpu-node-2, tao terminated Error, exit code \
+         143, disrupted: EvictionByEvictionAPI (Eviction API: evicting)\n  \
+         index 1 rtdetr-train-4n-1-v5r7t: Running on gpu-node-5\n  \
+         index 2 rtdetr-train-4n-2-m3n5q: Running on gpu-node-3\n  \
+         index 3 rtdetr-train-4n-3-q9w8e: Running on gpu-node-4\n"
+    );
+    assert_eq!(s.record(&id)["state"], "RUNNING");
+    assert_eq!(run.mutations(), Vec::<String>::new());
+
+    s.preload("job-rtdetr-complete.json");
+    let run = s.run("job-complete", &[], &["status", "--record", &id]);
+    run.assert_code(0);
+    assert!(
+        run.stdout.starts_with("default/rtdetr-train-4n: Complete"),
+        "{}",
+        run.stdout
+    );
+    let record = s.record(&id);
+    assert_eq!(
+        states(&record),
+        ["OPEN", "SUBMITTED", "RUNNING", "SUCCEEDED"]
+    );
+}
+
+/// The action exits with 42, which the request declares fatal: the Job fails at once (a
+/// `FailJob` rule) though `backoffLimit` allowed a retry, and the record ends FAILED naming
+/// the rule and the pod that hit it, not the peers the Job controller then stopped.
+#[test]
+fn a_fatal_exit_code_fails_the_run_at_once() {
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    let bundle = fs::read_to_string(s.path("bundle/manifest.yaml")).unwrap();
+    assert!(
+        bundle.contains(
+            "      - action: \"FailJob\"\n        onExitCodes:\n          containerName: \"tao\"\n          operator: \"In\"\n          values: [42]\n"
+        ) && bundle.contains("  backoffLimit: 1\n"),
+        "{bundle}"
+    );
+    s.preload("job-rtdetr-fatal.json");
+    let id = s.running_record("default/rtdetr-train-4n");
+    let run = s.run("job-fatal", &[], &["status", "--record", &id]);
+    run.assert_code(0);
+    let record = s.record(&id);
+    assert_eq!(states(&record), ["OPEN", "SUBMITTED", "RUNNING", "FAILED"]);
+    assert_eq!(
+        last_reason(&record),
+        "the Job failed: PodFailurePolicy (Container tao for pod default/rtdetr-train-4n-1-b8d4c \
+         failed with exit code 42 matching FailJob rule at index 1); index 1 \
+         rtdetr-train-4n-1-b8d4c: Failed on gpu-node-2, tao terminated Error, exit code 42"
+    );
+    assert_eq!(run.mutations(), Vec::<String>::new());
+}
+
 /// Tier C with the uploader a native sidecar: the action OOM-killed ends the pod (the kubelet
 /// stops the uploader), and the record ends FAILED naming the action's container and why.
 #[test]

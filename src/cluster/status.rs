@@ -5,8 +5,9 @@
 //! scheduler's last message (the PodScheduled condition). A failed Job also gets the reason
 //! its record ends with.
 
-use super::objects::{ContainerStatus, Job, Pod, StateDetail};
+use super::objects::{Condition, ContainerStatus, Job, Pod, StateDetail};
 use crate::diag::printable;
+use crate::kube::DISRUPTION_CONDITION;
 
 /// The label of an Indexed Job's pods that holds their index.
 const INDEX_LABEL: &str = "batch.kubernetes.io/job-completion-index";
@@ -95,6 +96,13 @@ pub fn pod_line(pod: &Pod) -> String {
             if restarts == 1 { "" } else { "s" }
         ));
     }
+    if let Some(c) = disruption(pod) {
+        let mut said = format!("disrupted: {}", c.reason);
+        if !c.message.is_empty() {
+            said += &format!(" ({})", one_line(&c.message));
+        }
+        parts.push(said);
+    }
     if let Some(c) = pod
         .status
         .conditions
@@ -109,6 +117,15 @@ pub fn pod_line(pod: &Pod) -> String {
         parts.push(format!("{reason}: {}", one_line(&c.message)));
     }
     format!("{who}: {}", parts.join(", "))
+}
+
+/// The condition a pod ended by the cluster has (an eviction, a preemption, a taint, a node
+/// gone): its Job replaces it without counting it as the action's failure.
+fn disruption(pod: &Pod) -> Option<&Condition> {
+    pod.status
+        .conditions
+        .iter()
+        .find(|c| c.kind == DISRUPTION_CONDITION && c.status == "True")
 }
 
 fn all_statuses(pod: &Pod) -> impl Iterator<Item = &ContainerStatus> {
@@ -203,18 +220,27 @@ fn one_line(message: &str) -> String {
 /// Why a failed Job failed, for its record: the Failed condition's reason and message, and
 /// the first pod that ended badly. `None` unless the Job failed.
 pub fn terminal_reason(job: &Job, pods: &[Pod]) -> Option<String> {
-    let failed = job
+    let condition = job
         .status
         .conditions
         .iter()
         .find(|c| c.kind == "Failed" && c.status == "True")?;
-    let mut reason = format!("the Job failed: {}", failed.reason);
-    if !failed.message.is_empty() {
-        reason += &format!(" ({})", one_line(&failed.message));
+    let mut reason = format!("the Job failed: {}", condition.reason);
+    if !condition.message.is_empty() {
+        reason += &format!(" ({})", one_line(&condition.message));
     }
     let mut sorted: Vec<&Pod> = pods.iter().collect();
     sorted.sort_by_key(|p| (index(p).unwrap_or(u64::MAX), p.metadata.name.clone()));
-    if let Some(pod) = sorted.iter().find(|p| p.status.phase == "Failed") {
+    // The pod that failed the Job: the one a podFailurePolicy rule names (`Container tao for
+    // pod NS/NAME failed with exit code 42 matching FailJob rule at index 1`), else the first
+    // that failed of itself rather than one the cluster ended and the Job replaced.
+    let failed = sorted.into_iter().filter(|p| p.status.phase == "Failed");
+    let named = failed.clone().filter(|p| {
+        let pod = format!("/{} ", p.metadata.name);
+        condition.reason == "PodFailurePolicy" && condition.message.contains(&pod)
+    });
+    let own = failed.clone().filter(|p| disruption(p).is_none());
+    if let Some(pod) = named.chain(own).chain(failed).next() {
         reason += &format!("; {}", pod_line(pod));
     }
     Some(reason)

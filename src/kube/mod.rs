@@ -16,3 +16,9 @@ pub use document::{Document, Finding};
 pub use nearest::nearest;
 pub use pod_security::PodSecurity;
 pub use version::KubeVersion;
+
+/// The pod condition that the API server, the kubelet, the scheduler or the pod garbage
+/// collector sets on a pod it ends for the cluster's own reasons (an eviction or node drain, a
+/// preemption, a `NoExecute` taint, a node that is gone): a Job's `podFailurePolicy` tells
+/// such a pod from one whose action failed.
+pub const DISRUPTION_CONDITION: &str = "DisruptionTarget";

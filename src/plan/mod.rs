@@ -300,11 +300,87 @@ pub struct Job {
     pub backoff_limit: u32,
     pub ttl_seconds_after_finished: u32,
     pub active_deadline_seconds: Option<u32>,
+    /// The `podFailurePolicy` rules, in order: the first that matches a failed pod decides.
+    pub pod_failure_policy: Vec<FailureRule>,
     /// Created suspended, for a Kueue queue to admit.
     pub suspend: bool,
     /// Multi-node: an Indexed Job.
     pub indexed: Option<Indexed>,
     pub pod: Pod,
+}
+
+/// One rule of the Job's `podFailurePolicy`: exactly one of `onPodCondition` and
+/// `onExitCodes`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FailureRule {
+    /// `Ignore`: the pod is replaced and not counted; `Count`: counted against
+    /// `backoffLimit`; `FailJob`: the Job fails at once.
+    #[schemars(extend("enum" = ["Ignore", "Count", "FailJob"]))]
+    pub action: &'static str,
+    /// A condition type the failed pod has, with status `True`.
+    pub on_pod_condition: Option<&'static str>,
+    pub on_exit_codes: Option<ExitCodes>,
+}
+
+/// The exit codes of one container that a failure rule matches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExitCodes {
+    pub container_name: &'static str,
+    #[schemars(extend("enum" = ["In", "NotIn"]))]
+    pub operator: &'static str,
+    /// Sorted, without repeats, as the API server wants them.
+    pub values: Vec<u8>,
+}
+
+/// The Job's `backoffLimit` and `podFailurePolicy` for a request, so that a disruption is not
+/// taken for the action failing:
+/// - `retries.disruptions` unset: a disrupted pod is replaced and not counted (`Ignore`);
+/// - `retries.disruptions: N`: it is counted against a limit raised by N, and then any other
+///   failure of the action fails the Job at once unless `backoffLimit` asks for retries;
+/// - `retries.disruptions: 0`: no rule; a disruption counts as any failure.
+///
+/// `retries.fatalExitCodes` fail the Job at once. The disruption rule comes first: a
+/// disrupted action is stopped by a signal, and its exit code says nothing of the action.
+pub fn failure_policy(spec: &crate::request::Spec) -> (u32, Vec<FailureRule>) {
+    let backoff = spec.backoff_limit.unwrap_or(0);
+    let mut rules = Vec::new();
+    let disruption = |action| FailureRule {
+        action,
+        on_pod_condition: Some(crate::kube::DISRUPTION_CONDITION),
+        on_exit_codes: None,
+    };
+    let fail_on = |operator, values| FailureRule {
+        action: "FailJob",
+        on_pod_condition: None,
+        on_exit_codes: Some(ExitCodes {
+            container_name: MAIN_CONTAINER,
+            operator,
+            values,
+        }),
+    };
+    let limit = match spec.retries.disruptions {
+        None => {
+            rules.push(disruption("Ignore"));
+            backoff
+        }
+        Some(0) => backoff,
+        Some(n) => {
+            rules.push(disruption("Count"));
+            backoff.saturating_add(n)
+        }
+    };
+    let mut fatal: Vec<u8> = spec.retries.fatal_exit_codes.clone();
+    fatal.sort_unstable();
+    fatal.dedup();
+    if backoff == 0 && limit > 0 {
+        // The limit is the disruptions' alone: every exit code of the action is fatal.
+        rules.push(fail_on("NotIn", vec![0]));
+    } else if !fatal.is_empty() {
+        rules.push(fail_on("In", fatal));
+    }
+    (limit, rules)
 }
 
 /// Completions and parallelism of an Indexed Job: one pod per node, all at once.
@@ -585,6 +661,7 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
         job_labels.insert("kueue.x-k8s.io/queue-name".into(), q.clone());
     }
     let nodes = req.nodes();
+    let (backoff_limit, pod_failure_policy) = failure_policy(spec);
     let run = run(req, &laid.pod);
     let mut pod = laid.pod;
     if spec.credentials.secret_name.is_some() {
@@ -595,9 +672,10 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
         job: Job {
             labels: job_labels,
             annotations: job_annotations,
-            backoff_limit: spec.backoff_limit.unwrap_or(0),
+            backoff_limit,
             ttl_seconds_after_finished: spec.ttl_seconds_after_finished.unwrap_or(DEFAULT_TTL),
             active_deadline_seconds: spec.active_deadline_seconds.filter(|&s| s > 0),
+            pod_failure_policy,
             suspend: queue.is_some(),
             indexed: (nodes > 1).then_some(Indexed {
                 completion_mode: "Indexed",
@@ -779,5 +857,59 @@ mod tests {
         let v = |s: &str| s.parse::<KubeVersion>().unwrap();
         assert!(v("1.27") < KubeVersion::MULTI_NODE && v("1.100") > v("1.28"));
         assert_eq!(v("1.31").to_string(), "1.31");
+    }
+
+    /// The Job's `backoffLimit` and its rules, in words: `Ignore DisruptionTarget`,
+    /// `FailJob tao In [2, 42]`.
+    fn policy(retries: &str) -> (u32, Vec<String>) {
+        let source = test_request(&format!(
+            "  command: {{shell: run}}\n  resources: {{gpusPerNode: 1}}\n  \
+             storage: {{mounts: [{{name: r, persistentVolumeClaim: r, mountPath: /results}}]}}\n\
+             {retries}"
+        ));
+        let loaded = crate::request::load(&source).unwrap();
+        let (limit, rules) = failure_policy(&loaded.request.spec);
+        let said = rules
+            .iter()
+            .map(|r| match (&r.on_pod_condition, &r.on_exit_codes) {
+                (Some(condition), None) => format!("{} {condition}", r.action),
+                (None, Some(c)) => {
+                    format!(
+                        "{} {} {} {:?}",
+                        r.action, c.container_name, c.operator, c.values
+                    )
+                }
+                _ => panic!("a rule with both or neither: {r:?}"),
+            });
+        (limit, said.collect())
+    }
+
+    #[test]
+    fn a_disruption_is_not_counted_unless_bounded() {
+        assert_eq!(policy(""), (0, vec!["Ignore DisruptionTarget".to_string()]));
+        assert_eq!(
+            policy("  backoffLimit: 2\n"),
+            (2, vec!["Ignore DisruptionTarget".to_string()])
+        );
+        assert_eq!(policy("  retries: {disruptions: 0}\n"), (0, vec![]));
+    }
+
+    #[test]
+    fn bounded_disruptions_leave_no_retry_to_the_action_unless_asked() {
+        let (limit, rules) = policy("  retries: {disruptions: 3}\n");
+        assert_eq!(limit, 3);
+        assert_eq!(rules, ["Count DisruptionTarget", "FailJob tao NotIn [0]"]);
+        // With retries asked for the action, the two share the limit; fatal codes end it.
+        let (limit, rules) =
+            policy("  backoffLimit: 2\n  retries: {disruptions: 3, fatalExitCodes: [42, 2, 42]}\n");
+        assert_eq!(limit, 5);
+        assert_eq!(rules, ["Count DisruptionTarget", "FailJob tao In [2, 42]"]);
+    }
+
+    #[test]
+    fn fatal_exit_codes_come_after_the_disruption_rule() {
+        let (limit, rules) = policy("  backoffLimit: 4\n  retries: {fatalExitCodes: [137]}\n");
+        assert_eq!(limit, 4);
+        assert_eq!(rules, ["Ignore DisruptionTarget", "FailJob tao In [137]"]);
     }
 }

@@ -76,6 +76,8 @@ pub fn nccl_probe(req: &ActionRequest) -> Result<ActionRequest, Diagnostic> {
         .retain(|name, _| TRANSPORT_ENV_PREFIXES.iter().any(|p| name.starts_with(p)));
     spec.credentials = Default::default();
     spec.backoff_limit = Some(0);
+    // The action's exit codes say nothing of the probe's; a drained node still is no failure.
+    spec.retries = Default::default();
     spec.active_deadline_seconds = Some(NCCL_PROBE_DEADLINE);
     Ok(probe)
 }

@@ -193,11 +193,12 @@ fn well_formed(json: &Json) -> Option<ActionRequest> {
 }
 
 /// The fields whose values are lists: the schema's `type: array` properties.
-const LIST_FIELDS: [&str; 8] = [
+const LIST_FIELDS: [&str; 9] = [
     "aliases",
     "args",
     "argv",
     "extra",
+    "fatalExitCodes",
     "imagePullSecrets",
     "inputs",
     "mounts",
@@ -225,6 +226,9 @@ fn within_bounds(request: &ActionRequest) -> bool {
     let within = |v: Option<u32>, low: u32, high: u32| v.is_none_or(|v| (low..=high).contains(&v));
     let rendezvous = spec.rendezvous.as_ref();
     within(spec.backoff_limit, 0, 1000)
+        && within(spec.retries.disruptions, 0, 1000)
+        && spec.retries.fatal_exit_codes.len() <= 255
+        && !spec.retries.fatal_exit_codes.contains(&0)
         && within(spec.resources.nodes, 1, 1000)
         && spec.resources.gpus_per_node <= 1024
         && within(rendezvous.and_then(|r| r.port).map(u32::from), 1024, 65535)

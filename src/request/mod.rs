@@ -110,6 +110,9 @@ pub struct Spec {
     /// Wall-clock limit in seconds; 0 = none.
     #[serde(default)]
     pub active_deadline_seconds: Option<u32>,
+    /// What a failed pod costs: disruptions retried, exit codes that end the run at once.
+    #[serde(default)]
+    pub retries: Retries,
     /// Multi-node rendezvous.
     #[serde(default)]
     pub rendezvous: Option<Rendezvous>,
@@ -416,6 +419,22 @@ pub struct Rendezvous {
     #[serde(default)]
     #[schemars(range(min = 1, max = 86400))]
     pub timeout_seconds: Option<u32>,
+}
+
+/// How pod failures are told apart: a disruption (eviction, preemption, a node drained or
+/// lost) is not the action failing, and some exit codes say a retry cannot help.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Retries {
+    /// Pods ended by a disruption that are replaced: unset = every one (they do not count
+    /// against `backoffLimit`); N = at most N; 0 = a disruption fails the run as any failure.
+    #[serde(default)]
+    #[schemars(range(max = 1000))]
+    pub disruptions: Option<u32>,
+    /// Exit codes of the action that fail the run at once, whatever retries are left.
+    #[serde(default)]
+    #[schemars(length(max = 255), inner(range(min = 1, max = 255)))]
+    pub fatal_exit_codes: Vec<u8>,
 }
 
 /// Scheduling constraints, copied through to the pod.
