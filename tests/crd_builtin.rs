@@ -1,6 +1,7 @@
 //! The vendored CRDs of `schemas/crds/`: each is the file its README says it is (the SHA-256
 //! of the stripped upstream file, recorded there when it was made from upstream), and a CRD
-//! the API server accepts.
+//! the API server accepts. And the library, not only the CLI, checks JobSets against the
+//! built-in one.
 
 mod common;
 
@@ -79,4 +80,30 @@ fn each_vendored_crd_is_one_the_api_server_accepts() {
     let found: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(found["findings"], serde_json::json!([]));
     assert_eq!(out.status.code(), Some(0));
+}
+
+/// The library's lint, as `render` runs it on its own output, checks a JobSet against the
+/// built-in CRD with no CRD given: the CLI is not what knows it.
+#[test]
+fn the_library_lint_knows_jobsets_without_a_catalogue() {
+    let path = Path::new(ROOT)
+        .join("fixtures/crd-oracle/invalid/jobsets-success-policy-operator-enum.yaml");
+    let source = Source::new("jobset.yaml", std::fs::read_to_string(path).unwrap());
+    let selection = tao_k8s::lint::Selection {
+        select: vec!["strict-schema".into()],
+        ..Default::default()
+    };
+    assert!(selection.crds.is_none());
+    let found: Vec<(String, String)> = tao_k8s::lint::lint(&source, &selection)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.diagnostic.code.to_string(), r.json_path))
+        .collect();
+    assert_eq!(
+        found,
+        [(
+            "TK201".to_string(),
+            "spec.successPolicy.operator".to_string()
+        )]
+    );
 }
