@@ -5,6 +5,10 @@
 //!
 //! A `pattern` is a regular expression of Go's `regexp` (RE2), as the API server reads it, not
 //! ECMAScript's: it is matched by the `regex` crate (RE2's syntax and linear time).
+//!
+//! Some CRDs are built in ([`BUILT_IN`], vendored in `schemas/crds/`): a custom resource of
+//! their group and kind is checked without `--crd`, unless the given CRDs define that group
+//! and kind ([`check`]). Each is read the first time an object of its kind is checked.
 
 pub mod rules;
 mod structural;
@@ -14,8 +18,46 @@ use crate::source::Source;
 use crate::yaml::{self, Node, Step, Value};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 pub use structural::{Flaw, Schema};
+
+/// A CRD built into the binary.
+pub struct BuiltIn {
+    /// `spec.group` and `spec.names.kind`: the objects it checks.
+    pub group: &'static str,
+    pub kind: &'static str,
+    /// Its file in `schemas/crds/`, which names it in messages.
+    pub file: &'static str,
+    pub text: &'static str,
+}
+
+/// The built-in CRDs: upstream's, pinned, descriptions stripped (`schemas/crds/README.md` says
+/// which commit each comes from).
+pub const BUILT_IN: &[BuiltIn] = &[BuiltIn {
+    group: "jobset.x-k8s.io",
+    kind: "JobSet",
+    file: "jobset.x-k8s.io_jobsets.yaml",
+    text: include_str!("../schemas/crds/jobset.x-k8s.io_jobsets.yaml"),
+}];
+
+/// Each built-in CRD, read once, when first asked for.
+static READ: [OnceLock<Catalogue>; BUILT_IN.len()] = [const { OnceLock::new() }; BUILT_IN.len()];
+
+/// Check a custom resource against the CRDs given (`--crd`), or, when they do not define its
+/// group and kind, against the built-in CRD that does, if any: a given CRD wins over a
+/// built-in one (a cluster may run another release of it).
+pub fn check(given: Option<&Catalogue>, doc: &Document) -> Answer {
+    if let Some(given) = given {
+        match given.check(doc) {
+            Answer::Unknown => {}
+            answer => return answer,
+        }
+    }
+    match Catalogue::built_in(doc.api_version, doc.kind) {
+        Some(built_in) => built_in.check(doc),
+        None => Answer::Unknown,
+    }
+}
 
 /// The custom kinds of a set of CRDs, by `apiVersion` and kind.
 #[derive(Default)]
@@ -60,6 +102,23 @@ pub enum Answer {
 }
 
 impl Catalogue {
+    /// The built-in CRD of this `apiVersion`'s group and this kind (any version of the group:
+    /// the catalogue then answers that the version is not defined), read on the first call
+    /// that asks for it; `None` when no built-in CRD defines them.
+    pub fn built_in(api_version: &str, kind: &str) -> Option<&'static Catalogue> {
+        let (group, _) = api_version.rsplit_once('/')?;
+        let i = BUILT_IN
+            .iter()
+            .position(|b| b.group == group && b.kind == kind)?;
+        Some(READ[i].get_or_init(|| {
+            let crd = &BUILT_IN[i];
+            let source = Source::new(format!("built-in {}", crd.file), crd.text);
+            // `tests/crd_builtin.rs` and the tests below read each one.
+            Catalogue::read(std::slice::from_ref(&source))
+                .unwrap_or_else(|why| panic!("a built-in CRD cannot be read: {why}"))
+        }))
+    }
+
     /// The CRDs in these sources; documents of other kinds are skipped. `Err` names the file,
     /// line and column of the first CRD that cannot be read.
     pub fn read(sources: &[Source]) -> Result<Catalogue, String> {
@@ -306,4 +365,42 @@ fn fingerprint(node: &Node) -> u64 {
 fn at(source: &Source, offset: usize, why: &str) -> String {
     let (line, col) = source.line_col(offset);
     format!("{}:{line}:{col}: {why}", source.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_built_in_crd_reads_and_defines_its_group_and_kind() {
+        for crd in BUILT_IN {
+            let read = Catalogue::built_in(&format!("{}/v0", crd.group), crd.kind)
+                .unwrap_or_else(|| panic!("{}", crd.file));
+            assert!(
+                read.kinds
+                    .iter()
+                    .all(|k| k.kind == crd.kind
+                        && k.api_version.starts_with(&format!("{}/", crd.group))),
+                "{}: {read:?}",
+                crd.file
+            );
+            assert!(!read.kinds.is_empty(), "{}", crd.file);
+        }
+    }
+
+    #[test]
+    fn only_built_in_groups_and_kinds_have_a_built_in_crd() {
+        assert!(Catalogue::built_in("jobset.x-k8s.io/v1alpha2", "JobSet").is_some());
+        for (api_version, kind) in [
+            ("jobset.x-k8s.io/v1alpha2", "JobSetList"),
+            ("example.com/v1alpha2", "JobSet"),
+            ("v1", "JobSet"),
+            ("jobset.x-k8s.io", "JobSet"),
+        ] {
+            assert!(
+                Catalogue::built_in(api_version, kind).is_none(),
+                "{api_version} {kind}"
+            );
+        }
+    }
 }

@@ -254,13 +254,10 @@ impl<'s> Pass<'s> {
         self.keep(&doc, node, index);
     }
 
-    /// A kind Kubernetes does not know: checked against its CRD if one was given, else a note
-    /// (or an error, with `--strict-kinds`).
+    /// A kind Kubernetes does not know: checked against its CRD if one was given or is built
+    /// in, else a note (or an error, with `--strict-kinds`).
     fn custom_kind(&mut self, doc: &Document, node: &Node, index: usize) {
-        let verdict = match &self.selection.crds {
-            Some(crds) => crds.check(doc),
-            None => Answer::Unknown,
-        };
+        let verdict = crate::crd::check(self.selection.crds.as_deref(), doc);
         let strict = self.selection.strict_kinds;
         match verdict {
             Answer::Checked(findings) => {

@@ -11,7 +11,8 @@ crate::rule! {
     /// kinds or versions a built-in group does not define (`kind: configmap` in `v1`); the
     /// `openAPIV3Schema` of a CustomResourceDefinition as the API server checks it (a
     /// structural schema: known types, `items` of arrays, no `$ref`, list-map keys that are
-    /// required or defaulted, defaults that match their schema, `pattern`s of RE2).
+    /// required or defaulted, defaults that match their schema, `pattern`s of RE2); custom
+    /// resources against their CRD (`--crd`; JobSet's is built in).
     ///
     /// Why it matters: an unknown field is dropped silently by `kubectl apply` without
     /// `--validate=strict` (a typo like `restartPolicyy` simply does nothing), a wrong type
