@@ -1733,7 +1733,7 @@ fn a_fatal_exit_code_fails_the_run_at_once() {
     let bundle = fs::read_to_string(s.path("bundle/manifest.yaml")).unwrap();
     assert!(
         bundle.contains(
-            "      - action: \"FailJob\"\n        onExitCodes:\n          containerName: \"tao\"\n          operator: \"In\"\n          values: [42]\n"
+            "      - action: \"FailJob\"\n        onPodConditions: []\n        onExitCodes:\n          containerName: \"tao\"\n          operator: \"In\"\n          values: [42]\n"
         ) && bundle.contains("  backoffLimit: 1\n"),
         "{bundle}"
     );

@@ -3,7 +3,7 @@ use crate::lint::api::{
 };
 use crate::lint::pods::{is_indexed, job_spec};
 use crate::lint::{Document, Findings, Rule};
-use crate::yaml::{Node, Step};
+use crate::yaml::{Node, Step, Value};
 
 /// The largest parallelism of an Indexed Job.
 const MAX_INDEXED_PARALLELISM: i64 = 100_000;
@@ -96,8 +96,15 @@ fn pod_failure_policy_rules(report: &mut Report, doc: &Document, path: &[Step], 
                 "",
             );
         }
-        let codes = rule.get("onExitCodes");
-        match (codes.is_some(), rule.get("onPodConditions").is_some()) {
+        // As the server decides: `onExitCodes` present and not null, `onPodConditions`
+        // not empty (an empty list stands for none, and 1.28's schema requires the key).
+        let codes = rule
+            .get("onExitCodes")
+            .filter(|c| !matches!(c.value, Value::Null));
+        let conditions = rule
+            .get("onPodConditions")
+            .is_some_and(|c| !items(c).is_empty());
+        match (codes.is_some(), conditions) {
             (true, true) => report.at(
                 at.clone(),
                 rule,
