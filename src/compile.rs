@@ -184,11 +184,16 @@ fn plan_loaded(
 ) -> Result<Plan, Failure> {
     let plan = if opts.nccl_probe {
         let mut probe = loaded.clone();
-        probe.request = plan::nccl_probe(&probe.request).map_err(|d| Failure::Request(vec![d]))?;
+        probe.request = plan::nccl_probe(&probe.request, opts.workload)
+            .map_err(|d| Failure::Request(vec![d]))?;
         // The probe has no storage and no results: only its layout matters, not its checks,
-        // which the request itself passed.
+        // which the request itself passed. It is a Job, whatever runs the action.
         let (staging, _) = staging::stage(&probe.request, &probe.tree);
-        plan::build(&probe, &staging, opts)
+        let probe_opts = Options {
+            workload: plan::Workload::IndexedJob,
+            ..opts.clone()
+        };
+        plan::build(&probe, &staging, &probe_opts)
     } else {
         plan::build(loaded, staging, opts)
     };
@@ -257,6 +262,15 @@ pub fn verify(
     }
     for (document, r) in stream.documents.iter().zip(rendered) {
         match k8s::check(document, version) {
+            None if let Some(problems) = check_custom(&source, document, version) => {
+                errors.extend(problems.into_iter().map(|p| {
+                    bad(
+                        &r.template,
+                        format!("at `{}`: {}", yaml::display_path(&p.path), p.message),
+                        p.span.start,
+                    )
+                }));
+            }
             None => {
                 let kind = |key| document.get(key).map(yaml::key_text).unwrap_or_default();
                 let why = match k8s::kind(&kind("apiVersion"), &kind("kind"), version) {
@@ -289,6 +303,76 @@ pub fn verify(
         .into_iter()
         .map(yaml::Node::into_json)
         .collect())
+}
+
+/// A custom resource the project renders (a JobSet), checked strictly: against its built-in
+/// CRD, as the API server checks it, and its Job templates against the target version's
+/// `batch/v1` Job, whose fields the CRD's schema does not gate by version. `None` for a kind
+/// no built-in CRD defines.
+fn check_custom(
+    source: &Source,
+    document: &yaml::Node,
+    version: KubeVersion,
+) -> Option<Vec<k8s::Problem>> {
+    let doc = crate::kube::Document::new(source, document, &[])?;
+    let crate::crd::Answer::Checked(findings) = crate::crd::check(None, &doc) else {
+        return None;
+    };
+    let mut out: Vec<_> = findings
+        .into_iter()
+        .map(|f| k8s::Problem {
+            path: f.path,
+            span: f.span,
+            message: f.message,
+            help: f.help,
+        })
+        .collect();
+    let jobs = document
+        .get("spec")
+        .and_then(|s| s.get("replicatedJobs"))
+        .map(crate::lint::api::items)
+        .unwrap_or_default();
+    for (i, job) in jobs.iter().enumerate() {
+        let Some(template) = job.get("template") else {
+            continue;
+        };
+        let at = [
+            yaml::Step::Key("spec".into()),
+            yaml::Step::Key("replicatedJobs".into()),
+            yaml::Step::Index(i),
+            yaml::Step::Key("template".into()),
+        ];
+        let scalar = |text: &str| yaml::Node {
+            value: yaml::Value::Str(text.into()),
+            span: template.span.clone(),
+        };
+        // The template as the Job it becomes: what the JobSet controller creates.
+        let mut entries = vec![
+            (scalar("apiVersion"), scalar("batch/v1")),
+            (scalar("kind"), scalar("Job")),
+        ];
+        if let yaml::Value::Map(fields) = &template.value {
+            entries.extend(fields.iter().cloned());
+        }
+        if !entries.iter().any(|(k, _)| yaml::key_text(k) == "metadata") {
+            entries.push((
+                scalar("metadata"),
+                yaml::Node {
+                    value: yaml::Value::Map(Vec::new()),
+                    span: template.span.clone(),
+                },
+            ));
+        }
+        let job = yaml::Node {
+            value: yaml::Value::Map(entries),
+            span: template.span.clone(),
+        };
+        for mut p in k8s::check(&job, version).unwrap_or_default() {
+            p.path = [at.as_slice(), &p.path].concat();
+            out.push(p);
+        }
+    }
+    Some(out)
 }
 
 /// The project's own lint over the rendered stream (the strict schemas ran already), on the

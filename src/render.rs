@@ -20,12 +20,20 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ),
     ("job.yaml.j2", include_str!("../templates/job.yaml.j2")),
     (
+        "jobset.yaml.j2",
+        include_str!("../templates/jobset.yaml.j2"),
+    ),
+    (
         "service.yaml.j2",
         include_str!("../templates/service.yaml.j2"),
     ),
     (
         "_container.yaml.j2",
         include_str!("../templates/_container.yaml.j2"),
+    ),
+    (
+        "_job_spec.yaml.j2",
+        include_str!("../templates/_job_spec.yaml.j2"),
     ),
 ];
 
@@ -102,6 +110,11 @@ impl Templates {
         );
         // `.yaml.j2`: every value is a JSON scalar (or flow collection).
         env.set_formatter(|out, state, value| match state.auto_escape() {
+            AutoEscape::Json if value.downcast_object_ref::<Block>().is_some() => {
+                let block = value.downcast_object_ref::<Block>().map(|b| b.0.as_str());
+                out.write_str(block.unwrap_or_default())?;
+                Ok(())
+            }
             AutoEscape::Json => {
                 let mut text = String::new();
                 write_value(&mut text, value)?;
@@ -111,6 +124,13 @@ impl Templates {
             _ => minijinja::escape_formatter(out, state, value),
         });
         budget::install(&mut env);
+        env.add_filter("indent", indent);
+        env.add_filter("safe", |_: &Value| -> Result<Value, minijinja::Error> {
+            Err(minijinja::Error::new(
+                minijinja::ErrorKind::InvalidOperation,
+                "`safe` is refused: a value is always written as a JSON scalar, so that it cannot add a key",
+            ))
+        });
         for (name, text) in EMBEDDED {
             if !overrides.iter().any(|(n, _)| n == name) {
                 env.add_template(name, text).map_err(template_error)?;
@@ -144,6 +164,47 @@ impl Templates {
             text,
         })
     }
+}
+
+/// A template's own output, captured by `{% filter indent(N) %}…{% endfilter %}` and indented:
+/// written as it is, not as a JSON scalar. Only a block's output becomes one (it was escaped
+/// when it was written), never a value.
+#[derive(Debug)]
+struct Block(String);
+
+impl minijinja::value::Object for Block {}
+
+/// `{% filter indent(N) %}`: every line but blank ones of the block's output moved N spaces
+/// to the right, as an included template's output is nested into a deeper object. A value is
+/// refused: indenting it would write it outside a JSON scalar.
+fn indent(value: &Value, width: usize) -> Result<Value, minijinja::Error> {
+    let refuse =
+        |why: &str| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, why.to_string());
+    let text = match value.as_str() {
+        Some(text) if value.is_safe() => text,
+        _ => {
+            return Err(refuse(
+                "`indent` indents a block's own output (`{% filter indent(N) %}…{% endfilter %}`), not a value",
+            ));
+        }
+    };
+    if width > 64 {
+        return Err(refuse("`indent` moves a block at most 64 spaces"));
+    }
+    let pad = " ".repeat(width);
+    let mut out = String::with_capacity(text.len() + text.len() / 8 * width / 8 + width);
+    for line in text.split_inclusive('\n') {
+        if !line.trim().is_empty() {
+            out.push_str(&pad);
+        }
+        out.push_str(line);
+        if out.len() > MAX_OUTPUT {
+            return Err(refuse(
+                "`indent` would build a value larger than a template may write",
+            ));
+        }
+    }
+    Ok(Value::from_object(Block(out)))
 }
 
 /// A byte budget on the values a template builds, beside fuel: fuel bounds the instructions
@@ -301,7 +362,7 @@ fn overrides_nothing(name: &str) -> Option<Diagnostic> {
     )
 }
 
-/// Render every object of the Plan, in apply order: ConfigMap, (Service,) Job.
+/// Render every object of the Plan, in apply order: ConfigMap, (Service,) Job or JobSet.
 pub fn render_all(plan: &Plan, templates: &Templates) -> Result<Vec<Rendered>, Diagnostic> {
     let mut out = Vec::new();
     if plan.config_map.is_some() {
@@ -310,7 +371,14 @@ pub fn render_all(plan: &Plan, templates: &Templates) -> Result<Vec<Rendered>, D
     if plan.service.is_some() {
         out.push(templates.render("service.yaml.j2", plan)?);
     }
-    out.push(templates.render("job.yaml.j2", plan)?);
+    out.push(templates.render(
+        if plan.job_set.is_some() {
+            "jobset.yaml.j2"
+        } else {
+            "job.yaml.j2"
+        },
+        plan,
+    )?);
     Ok(out)
 }
 

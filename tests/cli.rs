@@ -335,11 +335,12 @@ fn warnings_go_to_stderr_and_do_not_refuse() {
     );
 }
 
-/// Render the example with `job.yaml.j2` replaced by `edit` applied to the embedded one.
-fn render_with_job_template(edit: impl Fn(&str) -> String) -> std::process::Output {
+/// Render the example with the template `name` replaced by `edit` applied to the embedded one
+/// (`_job_spec.yaml.j2` holds the Job's spec, `job.yaml.j2` the rest).
+fn render_with_template(name: &str, edit: impl Fn(&str) -> String) -> std::process::Output {
     let dir = tempfile::tempdir().unwrap();
-    let job = std::fs::read_to_string(format!("{ROOT}/templates/job.yaml.j2")).unwrap();
-    std::fs::write(dir.path().join("job.yaml.j2"), edit(&job)).unwrap();
+    let job = std::fs::read_to_string(format!("{ROOT}/templates/{name}")).unwrap();
+    std::fs::write(dir.path().join(name), edit(&job)).unwrap();
     tao()
         .args(["render", EXAMPLE, "--templates"])
         .arg(dir.path())
@@ -349,7 +350,7 @@ fn render_with_job_template(edit: impl Fn(&str) -> String) -> std::process::Outp
 
 #[test]
 fn a_template_author_mistake_names_the_template_and_prints_nothing() {
-    let out = render_with_job_template(|t| {
+    let out = render_with_template("_job_spec.yaml.j2", |t| {
         t.replace(
             "restartPolicy: {{ job.pod.restartPolicy }}",
             "restartPolicy: {{ job.pod.restartPolicy }}\n      restartPolicyy: Never",
@@ -364,7 +365,9 @@ fn a_template_author_mistake_names_the_template_and_prints_nothing() {
         "{stderr}"
     );
 
-    let out = render_with_job_template(|_| "kind: Job\nname: {{ no_such_field }}\n".into());
+    let out = render_with_template("job.yaml.j2", |_| {
+        "kind: Job\nname: {{ no_such_field }}\n".into()
+    });
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -373,7 +376,7 @@ fn a_template_author_mistake_names_the_template_and_prints_nothing() {
 
 #[test]
 fn a_template_override_is_used() {
-    let out = render_with_job_template(|t| {
+    let out = render_with_template("_job_spec.yaml.j2", |t| {
         t.replace(
             "restartPolicy: {{ job.pod.restartPolicy }}",
             "restartPolicy: {{ job.pod.restartPolicy }}\n      enableServiceLinks: false",
@@ -529,7 +532,7 @@ fn a_spec_over_the_configmap_limit_is_refused() {
 #[test]
 fn render_refuses_output_that_fails_its_own_lint() {
     // A template author's mistake: a credential-looking annotation on the Job.
-    let out = render_with_job_template(|t| {
+    let out = render_with_template("job.yaml.j2", |t| {
         t.replacen(
             "  labels:\n",
             "  annotations:\n    ci.example.com/token: \"ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE\"\n  labels:\n",

@@ -286,9 +286,9 @@ fn options_about_one_request_are_refused_with_several() {
 #[test]
 fn a_template_mistake_names_each_request_it_failed_for() {
     let dir = tempfile::tempdir().unwrap();
-    let job = std::fs::read_to_string(Path::new(ROOT).join("templates/job.yaml.j2")).unwrap();
+    let job = std::fs::read_to_string(Path::new(ROOT).join("templates/_job_spec.yaml.j2")).unwrap();
     std::fs::write(
-        dir.path().join("job.yaml.j2"),
+        dir.path().join("_job_spec.yaml.j2"),
         job.replace(
             "restartPolicy: {{ job.pod.restartPolicy }}",
             "restartPolicy: {{ job.pod.restartPolicy }}\n      restartPolicyy: Never",

@@ -105,7 +105,7 @@ fn a_name_far_from_every_template_lists_them_all() {
         .run();
     assert_eq!(r.code, Some(1));
     assert!(
-        r.stderr.contains("rename it after the template it replaces: configmap.yaml.j2, job.yaml.j2, service.yaml.j2, _container.yaml.j2")
+        r.stderr.contains("rename it after the template it replaces: configmap.yaml.j2, job.yaml.j2, jobset.yaml.j2, service.yaml.j2, _container.yaml.j2, _job_spec.yaml.j2")
             && !r.stderr.contains("did you mean"),
         "{}",
         r.stderr
@@ -150,11 +150,16 @@ fn the_container_partial_is_overridable_and_reaches_the_probe_and_the_bundle() {
     assert!(!r.stdout.contains("imagePullPolicy"));
 }
 
-/// A Job template with one line replaced.
+/// The Job template (`_job_spec.yaml.j2` for a line of the spec) with one line replaced.
 fn job_template(from: &str, to: &str) -> tempfile::TempDir {
-    let job = embedded("job.yaml.j2");
+    let name = if embedded("job.yaml.j2").contains(from) {
+        "job.yaml.j2"
+    } else {
+        "_job_spec.yaml.j2"
+    };
+    let job = embedded(name);
     assert!(job.contains(from), "{from}");
-    templates(&[("job.yaml.j2", &job.replacen(from, to, 1))])
+    templates(&[(name, &job.replacen(from, to, 1))])
 }
 
 #[test]
@@ -249,7 +254,7 @@ fn a_template_that_renders_nothing_has_nothing_to_emit() {
 /// Every request a template author may meet: the valid fixtures and the examples, each also
 /// as its NCCL probe where it has one.
 fn contexts() -> Vec<(String, tao_k8s::plan::Plan)> {
-    use tao_k8s::plan::{Options, SpecReader};
+    use tao_k8s::plan::{Options, SpecReader, Workload};
     let mut out = Vec::new();
     for dir in ["fixtures/requests/valid", "examples"] {
         let mut paths: Vec<_> = std::fs::read_dir(Path::new(ROOT).join(dir))
@@ -262,10 +267,15 @@ fn contexts() -> Vec<(String, tao_k8s::plan::Plan)> {
             let text = std::fs::read_to_string(&path).unwrap();
             let source = tao_k8s::source::Source::new(path.display().to_string(), text);
             let base = path.parent().unwrap().to_path_buf();
-            for nccl_probe in [false, true] {
+            for (nccl_probe, workload) in [
+                (false, Workload::IndexedJob),
+                (true, Workload::IndexedJob),
+                (false, Workload::JobSet),
+            ] {
                 let base = base.clone();
                 let opts = Options {
                     nccl_probe,
+                    workload,
                     read_spec: Some(SpecReader::new(move |spec| {
                         let text =
                             std::fs::read_to_string(base.join(spec)).map_err(|e| e.to_string())?;
@@ -274,7 +284,10 @@ fn contexts() -> Vec<(String, tao_k8s::plan::Plan)> {
                     ..Options::default()
                 };
                 match tao_k8s::compile::plan(&source, &opts) {
-                    Ok(plan) => out.push((format!("{} probe={nccl_probe}", path.display()), plan)),
+                    Ok(plan) => out.push((
+                        format!("{} probe={nccl_probe} {workload:?}", path.display()),
+                        plan,
+                    )),
                     // Only a single-node request has no probe.
                     Err(_) if nccl_probe => {}
                     Err(e) => panic!("{}: {:#?}", path.display(), e.diagnostics()),
@@ -390,7 +403,9 @@ fn strict_undefined_refuses_a_variable_the_context_lacks() {
             render_all(&plan, Templates::embedded()).unwrap_or_else(|d| panic!("{name}: {d:#?}"));
         used.extend(rendered.into_iter().map(|r| r.template));
     }
-    used.insert("_container.yaml.j2".into()); // included by job.yaml.j2 for every container
+    // Included by job.yaml.j2 and jobset.yaml.j2: the Job's spec, and every container in it.
+    used.insert("_container.yaml.j2".into());
+    used.insert("_job_spec.yaml.j2".into());
     let all: std::collections::BTreeSet<String> =
         EMBEDDED.iter().map(|(n, _)| n.to_string()).collect();
     assert_eq!(used, all);
@@ -506,8 +521,8 @@ fn the_snapshot_workflow_of_a_template_author() {
 
     // The author changes the Job template: one line more in every Job, nothing else.
     std::fs::write(
-        mine.path().join("job.yaml.j2"),
-        embedded("job.yaml.j2").replace(
+        mine.path().join("_job_spec.yaml.j2"),
+        embedded("_job_spec.yaml.j2").replace(
             "restartPolicy: {{ job.pod.restartPolicy }}",
             "restartPolicy: {{ job.pod.restartPolicy }}\n      enableServiceLinks: false",
         ),

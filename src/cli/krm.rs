@@ -373,9 +373,20 @@ fn options(list: &Map<String, Json>) -> Result<Options, String> {
                 }
                 opts.kube_version = version;
             }
+            "target" => {
+                opts.workload = match text {
+                    "indexed-job" => tao_k8s::plan::Workload::IndexedJob,
+                    "jobset" => tao_k8s::plan::Workload::JobSet,
+                    _ => {
+                        return Err(format!(
+                            "functionConfig.data.target is `{text}`: expected `indexed-job` or `jobset`"
+                        ));
+                    }
+                };
+            }
             other => {
                 return Err(format!(
-                    "functionConfig.data.{other} is no option: the options are `namespace` and `kubeVersion`"
+                    "functionConfig.data.{other} is no option: the options are `namespace`, `kubeVersion` and `target`"
                 ));
             }
         }

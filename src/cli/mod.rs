@@ -173,6 +173,28 @@ struct TargetArg {
     #[arg(long, help = target_version_help(), default_value_t = KubeVersion::DEFAULT,
           value_parser = parse_kube_version)]
     kube_version: KubeVersion,
+    /// What runs the pods: a batch/v1 Job, Indexed for several nodes, with its headless
+    /// Service; or a JobSet (jobset.x-k8s.io/v1alpha2, on clusters that run JobSet 0.6 or
+    /// later) that creates both and restarts all pods together. The NCCL probe is a Job either way.
+    #[arg(long, value_enum, default_value_t = Target::IndexedJob)]
+    target: Target,
+}
+
+/// `--target`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Target {
+    IndexedJob,
+    #[value(name = "jobset")]
+    JobSet,
+}
+
+impl From<Target> for tao_k8s::plan::Workload {
+    fn from(t: Target) -> Self {
+        match t {
+            Target::IndexedJob => Self::IndexedJob,
+            Target::JobSet => Self::JobSet,
+        }
+    }
 }
 
 // `--templates`.
@@ -473,6 +495,7 @@ fn dispatch(out: &Reporter, command: Command) -> ExitCode {
         Command::Plan(args) => {
             let opts = Options {
                 kube_version: args.target.kube_version,
+                workload: args.target.target.into(),
                 nccl_probe: args.nccl_probe,
                 ..options(args.namespace.namespace)
             };
@@ -490,6 +513,7 @@ fn dispatch(out: &Reporter, command: Command) -> ExitCode {
 fn render_command(out: &Reporter, args: RenderArgs) -> ExitCode {
     let opts = Options {
         kube_version: args.target.kube_version,
+        workload: args.target.target.into(),
         nccl_probe: args.nccl_probe,
         ..options(args.namespace.namespace)
     };
@@ -544,6 +568,7 @@ fn lint_command(out: &Reporter, args: LintArgs) -> ExitCode {
 fn snapshot_command(out: &Reporter, args: SnapshotArgs) -> ExitCode {
     let opts = Options {
         kube_version: args.target.kube_version,
+        workload: args.target.target.into(),
         ..options(args.namespace.namespace)
     };
     let files = Files::with_spec_root(args.spec_root.spec_root);

@@ -45,6 +45,11 @@ impl<'a> Document<'a> {
 
     /// The pod spec of a Pod, or of the template of a Job, Deployment or StatefulSet.
     pub fn pod_spec_path(&self) -> Option<Vec<Step>> {
+        if let Some(job) = self.jobset_job_path() {
+            let mut path = job;
+            path.extend(["template", "spec"].map(|k| Step::Key(k.into())));
+            return self.at(&path).is_some().then_some(path);
+        }
         let keys: &[&str] = match self.kind {
             "Pod" => &["spec"],
             "Job" | "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => {
@@ -54,6 +59,25 @@ impl<'a> Document<'a> {
             _ => return None,
         };
         let path: Vec<Step> = keys.iter().map(|k| Step::Key(k.to_string())).collect();
+        self.at(&path).is_some().then_some(path)
+    }
+}
+
+impl Document<'_> {
+    /// The Job spec of a JobSet's first replicated Job (the one a JobSet `tao-k8s` renders
+    /// has): `spec.replicatedJobs[0].template.spec`. The others are not checked by the rules
+    /// that read one pod spec.
+    pub fn jobset_job_path(&self) -> Option<Vec<Step>> {
+        if self.kind != "JobSet" || !self.api_version.starts_with("jobset.x-k8s.io/") {
+            return None;
+        }
+        let path = vec![
+            Step::Key("spec".into()),
+            Step::Key("replicatedJobs".into()),
+            Step::Index(0),
+            Step::Key("template".into()),
+            Step::Key("spec".into()),
+        ];
         self.at(&path).is_some().then_some(path)
     }
 }

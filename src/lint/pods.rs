@@ -52,8 +52,13 @@ pub fn scalar_text(node: &Node) -> String {
     }
 }
 
-/// The Job spec of a `batch` Job, or of a CronJob's Job template, with its path.
+/// The Job spec of a `batch` Job, of a CronJob's Job template, or of a JobSet's first
+/// replicated Job, with its path.
 pub fn job_spec<'a>(doc: &Document<'a>) -> Option<(Vec<Step>, &'a Node)> {
+    if let Some(path) = doc.jobset_job_path() {
+        let (_, spec) = doc.root.lookup(&path)?;
+        return Some((path, spec));
+    }
     if !doc.api_version.starts_with("batch/") {
         return None;
     }

@@ -90,6 +90,17 @@ pub struct Ambient {
     pub from: &'static str,
 }
 
+/// What runs the pods (`render --target`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, JsonSchema)]
+pub enum Workload {
+    /// A `batch/v1` Job, Indexed for several nodes, with a headless Service of its own.
+    #[default]
+    IndexedJob,
+    /// A `jobset.x-k8s.io/v1alpha2` JobSet of one replicated Indexed Job: the JobSet
+    /// controller creates the Job and the headless Service, and restarts all pods together.
+    JobSet,
+}
+
 /// What the caller decides beyond the request.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -102,6 +113,7 @@ pub struct Options {
     /// service account's), used when neither the flag nor the request names one.
     pub ambient_namespace: Option<Ambient>,
     pub kube_version: KubeVersion,
+    pub workload: Workload,
     /// Render the 2-node NCCL probe for the request's image and scheduling instead.
     pub nccl_probe: bool,
     /// Reads the file `command.config.spec` names, when the request is in config mode: the
@@ -119,6 +131,7 @@ impl Default for Options {
             namespace_overrides: false,
             ambient_namespace: None,
             kube_version: KubeVersion::DEFAULT,
+            workload: Workload::IndexedJob,
             nccl_probe: false,
             read_spec: None,
             staged_config: None,
@@ -191,9 +204,12 @@ pub struct Plan {
     pub namespace: String,
     /// Labels on every object.
     pub labels: BTreeMap<String, String>,
+    /// The Job, or with a JobSet the template of the Job it creates.
     pub job: Job,
+    /// The JobSet that runs the Job (`render --target jobset`).
+    pub job_set: Option<JobSet>,
     pub config_map: Option<ConfigMap>,
-    /// The headless Service of a multi-node Job.
+    /// The headless Service of a multi-node Job (a JobSet creates its own).
     pub service: Option<Service>,
     /// The Secret the pod reads credentials from, when it needs any.
     pub credentials_secret: Option<String>,
@@ -236,12 +252,14 @@ pub struct Run {
     /// Where the results are kept: `resultsDir` on a mount (tier A), the S3 prefix it is
     /// uploaded to (tier C).
     pub results_dir: String,
-    /// The NCCL probe's Job, for multi-node jobs with GPUs.
+    /// The NCCL probe's Job, for multi-node jobs with GPUs (a Job whatever the workload).
     pub probe_job: Option<String>,
+    /// What runs the pods: the driver gets, watches and deletes that kind.
+    pub workload: Workload,
 }
 
 /// The run facts of a request whose objects are laid out in `pod`.
-fn run(req: &ActionRequest, pod: &Pod) -> Run {
+fn run(req: &ActionRequest, pod: &Pod, workload: Workload) -> Run {
     let spec = &req.spec;
     let (mut required, mut optional) = (Vec::new(), Vec::new());
     if req.needs_credentials() {
@@ -286,8 +304,16 @@ fn run(req: &ActionRequest, pod: &Pod) -> Run {
             ) => results.uri.clone(),
             _ => spec.results_dir.clone(),
         },
-        probe_job: (nodes > 1 && gpus > 0)
-            .then(|| Names::derive(&probe_name(&req.metadata.name), 2, None).job),
+        probe_job: (nodes > 1 && gpus > 0).then(|| {
+            Names::derive(
+                &probe_name(&req.metadata.name),
+                2,
+                None,
+                Workload::IndexedJob,
+            )
+            .job
+        }),
+        workload,
     }
 }
 
@@ -381,6 +407,88 @@ pub fn failure_policy(spec: &crate::request::Spec) -> (u32, Vec<FailureRule>) {
         rules.push(fail_on("In", fatal));
     }
     (limit, rules)
+}
+
+/// The JobSet around the Job (`render --target jobset`). Its labels, annotations, TTL and
+/// `suspend` are the Job's, moved up: the Job it creates carries the pod labels only.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSet {
+    /// The one replicated Job, `workers`, of one replica.
+    pub replicated_job: &'static str,
+    /// The headless Service the JobSet creates for its pods' names (`network.subdomain`).
+    pub subdomain: String,
+    /// Restarts of every pod together (`failurePolicy.maxRestarts`).
+    pub max_restarts: u32,
+    pub failure_rules: Vec<JobSetRule>,
+}
+
+/// A rule of a JobSet's `failurePolicy`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSetRule {
+    /// Letters, digits and `_`: the JobSet webhook's pattern for rule names.
+    pub name: &'static str,
+    #[schemars(extend("enum" = ["FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts"]))]
+    pub action: &'static str,
+    pub on_job_failure_reasons: Vec<&'static str>,
+}
+
+/// The failure handling of a JobSet for a request: the JobSet restarts all pods together, a
+/// restart of the rendezvous being what a collective needs, and counts restarts, not their
+/// cause. So the Job it creates has `backoffLimit: 0` and:
+/// - `retries.disruptions` unset: a disrupted pod is replaced in place and not counted
+///   (`Ignore`), as for a Job;
+/// - `retries.disruptions: N`: a disruption fails the Job, and the JobSet restarts; N adds to
+///   `maxRestarts`, which `backoffLimit` sets (one budget: JobSet cannot tell the causes apart);
+/// - `retries.disruptions: 0`: a disruption is a failure like any other;
+/// - `retries.fatalExitCodes`: the Job fails on them (`FailJob`, reason `PodFailurePolicy`)
+///   and the JobSet fails without a restart (`FailJobSet` on that reason).
+///
+/// Returns the Job's `backoffLimit` and `podFailurePolicy`, and the JobSet.
+pub fn jobset_failure_policy(
+    spec: &crate::request::Spec,
+    subdomain: &str,
+) -> (u32, Vec<FailureRule>, JobSet) {
+    let restarts = spec
+        .backoff_limit
+        .unwrap_or(0)
+        .saturating_add(spec.retries.disruptions.unwrap_or(0));
+    let mut rules = Vec::new();
+    if spec.retries.disruptions.is_none() {
+        rules.push(FailureRule {
+            action: "Ignore",
+            on_pod_condition: Some(crate::kube::DISRUPTION_CONDITION),
+            on_exit_codes: None,
+        });
+    }
+    let mut fatal: Vec<u8> = spec.retries.fatal_exit_codes.clone();
+    fatal.sort_unstable();
+    fatal.dedup();
+    let mut failure_rules = Vec::new();
+    if !fatal.is_empty() {
+        rules.push(FailureRule {
+            action: "FailJob",
+            on_pod_condition: None,
+            on_exit_codes: Some(ExitCodes {
+                container_name: MAIN_CONTAINER,
+                operator: "In",
+                values: fatal,
+            }),
+        });
+        failure_rules.push(JobSetRule {
+            name: "fatal_exit_code",
+            action: "FailJobSet",
+            on_job_failure_reasons: vec!["PodFailurePolicy"],
+        });
+    }
+    let job_set = JobSet {
+        replicated_job: names::REPLICATED_JOB,
+        subdomain: subdomain.to_string(),
+        max_restarts: restarts,
+        failure_rules,
+    };
+    (0, rules, job_set)
 }
 
 /// Completions and parallelism of an Indexed Job: one pod per node, all at once.
@@ -613,6 +721,7 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
         &req.metadata.name,
         req.nodes(),
         spec.credentials.secret_name.as_deref(),
+        opts.workload,
     );
     let (config_map, staging_map) = match config::config_map(loaded, staging, &names, opts) {
         Ok(staged) => staged,
@@ -661,9 +770,24 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
         job_labels.insert("kueue.x-k8s.io/queue-name".into(), q.clone());
     }
     let nodes = req.nodes();
-    let (backoff_limit, pod_failure_policy) = failure_policy(spec);
-    let run = run(req, &laid.pod);
+    let (backoff_limit, pod_failure_policy, job_set) = match opts.workload {
+        Workload::IndexedJob => {
+            let (limit, rules) = failure_policy(spec);
+            (limit, rules, None)
+        }
+        Workload::JobSet => {
+            let (limit, rules, job_set) = jobset_failure_policy(spec, &names.service);
+            (limit, rules, Some(job_set))
+        }
+    };
+    let mut service = laid.service;
     let mut pod = laid.pod;
+    if job_set.is_some() {
+        // The JobSet creates the headless Service and sets the pods' subdomain itself.
+        service = None;
+        pod.subdomain = None;
+    }
+    let run = run(req, &pod, opts.workload);
     if spec.credentials.secret_name.is_some() {
         named_keys_only(&mut pod, &names.secret, &run);
     }
@@ -684,10 +808,11 @@ pub fn build(loaded: &Loaded, staging: &Staging, opts: &Options) -> Result<Plan,
             }),
             pod,
         },
+        job_set,
         config_map,
-        service: laid.service,
+        service,
         credentials_secret: req.needs_credentials().then(|| names.secret.clone()),
-        ngc_pull_secret: ngc_pull_secret(req),
+        ngc_pull_secret: ngc_pull_secret(req, opts.workload),
         staging_map,
         names,
         labels,

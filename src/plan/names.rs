@@ -15,6 +15,13 @@
 use sha2::{Digest, Sha256};
 
 use crate::kube::names::MAX_LABEL;
+use crate::plan::Workload;
+
+/// The one replicated Job of a JobSet.
+pub const REPLICATED_JOB: &str = "workers";
+/// What the JobSet webhook adds to the longest pod name it checks: `-<job index>-<pod index>`
+/// after `<jobset>-<replicated job>`, and the pod name's random `-xxxxx`.
+const JOBSET_POD_SUFFIX: usize = 1 + REPLICATED_JOB.len() + 2 + 1 + 6;
 
 /// Hex chars of sha256 appended when a name is cut.
 const HASH_LEN: usize = 8;
@@ -25,8 +32,13 @@ pub struct Names {
     /// The Job, also its `batch.kubernetes.io/job-name` label value: a DNS-1035 label within
     /// [`job_budget`].
     pub job: String,
-    /// The headless Service (the pods' `subdomain`): same as `job`.
+    /// The headless Service (the pods' `subdomain`): same as `job`. A JobSet creates it.
     pub service: String,
+    /// The hostname of the rank-0 pod of a multi-node job: `<job>-0`, or for a JobSet
+    /// `<jobset>-workers-0-0`.
+    pub leader: Option<String>,
+    /// The Job a JobSet creates: `<jobset>-workers-0`.
+    pub child_job: Option<String>,
     /// The ConfigMap holding the spec: `<job>-spec`.
     pub config_map: String,
     /// The credentials Secret: `<job>-creds`, or the request's `credentials.secretName`.
@@ -42,13 +54,22 @@ pub struct Names {
 impl Names {
     /// Derives all names from `base` (the request's `metadata.name`).
     ///
-    /// `nodes` decides the budget (1 = non-indexed; 0 is treated as 1). `secret_override` is the
-    /// request's `credentials.secretName`, used as-is for `secret` when given (it is validated
-    /// elsewhere).
-    pub fn derive(base: &str, nodes: u32, secret_override: Option<&str>) -> Names {
-        let job = job_name(base, nodes);
+    /// `nodes` and `workload` decide the budget (1 = non-indexed; 0 is treated as 1).
+    /// `secret_override` is the request's `credentials.secretName`, used as-is for `secret`
+    /// when given (it is validated elsewhere).
+    pub fn derive(
+        base: &str,
+        nodes: u32,
+        secret_override: Option<&str>,
+        workload: Workload,
+    ) -> Names {
+        let job = job_name(base, budget(nodes, workload));
+        let child_job = (workload == Workload::JobSet).then(|| format!("{job}-{REPLICATED_JOB}-0"));
+        let leader = (nodes > 1).then(|| pod_hostname(child_job.as_ref().unwrap_or(&job), 0));
         Names {
             service: job.clone(),
+            leader,
+            child_job,
             config_map: format!("{job}-spec"),
             secret: secret_override.map_or_else(|| format!("{job}-creds"), str::to_owned),
             pull_secret: format!("{job}-ngc"),
@@ -67,13 +88,25 @@ pub fn job_budget(nodes: u32) -> usize {
     }
 }
 
+/// The length budget of the Job (or JobSet) name: [`job_budget`] for a Job; for a JobSet, room
+/// for the longest pod name its webhook checks, `<jobset>-workers-0-<nodes - 1>-xxxxx`.
+pub fn budget(nodes: u32, workload: Workload) -> usize {
+    match workload {
+        Workload::IndexedJob => job_budget(nodes),
+        Workload::JobSet => {
+            let last = nodes.saturating_sub(1).max(1);
+            MAX_LABEL - JOBSET_POD_SUFFIX - (last.ilog10() as usize + 1)
+        }
+    }
+}
+
 /// `<job>-<index>`: the hostname of an Indexed Job's pod.
 pub fn pod_hostname(job: &str, index: u32) -> String {
     format!("{job}-{index}")
 }
 
-/// The Job name for `base` within [`job_budget`]`(nodes)`; see the module doc for the rules.
-fn job_name(base: &str, nodes: u32) -> String {
+/// The Job name for `base` within `budget`; see the module doc for the rules.
+fn job_name(base: &str, budget: usize) -> String {
     let mut name = normalise(base);
     if name.is_empty() {
         return format!("tao-{}", short_hash(base));
@@ -81,7 +114,6 @@ fn job_name(base: &str, nodes: u32) -> String {
     if name.starts_with(|c: char| c.is_ascii_digit()) {
         name.insert_str(0, "tao-");
     }
-    let budget = job_budget(nodes);
     if name.len() <= budget {
         return name;
     }
@@ -121,12 +153,12 @@ mod tests {
     const NODE_COUNTS: [u32; 8] = [1, 2, 10, 11, 100, 101, 1000, u32::MAX];
 
     fn job(base: &str, nodes: u32) -> String {
-        Names::derive(base, nodes, None).job
+        Names::derive(base, nodes, None, Workload::IndexedJob).job
     }
 
     /// Every derived name is valid for its object kind and the Job fits the node budget.
     fn assert_valid(base: &str, nodes: u32) -> Names {
-        let n = Names::derive(base, nodes, None);
+        let n = Names::derive(base, nodes, None, Workload::IndexedJob);
         assert!(n.job.len() <= job_budget(nodes), "{base:?} {nodes}: {n:?}");
         assert!(is_dns1123_label(&n.job) && is_label_value(&n.job), "{n:?}");
         assert!(is_dns1035_label(&n.service) && n.service == n.job, "{n:?}");
@@ -223,7 +255,7 @@ mod tests {
 
     #[test]
     fn secret_override_is_used_as_is() {
-        let n = Names::derive("job", 2, Some("my-creds"));
+        let n = Names::derive("job", 2, Some("my-creds"), Workload::IndexedJob);
         assert_eq!((n.secret.as_str(), n.job.as_str()), ("my-creds", "job"));
     }
 
@@ -255,5 +287,31 @@ mod tests {
             // Idempotent: a derived Job name derives to itself.
             assert_eq!(job(&n.job, nodes), n.job, "{base:?}");
         }
+    }
+
+    /// The JobSet webhook refuses a JobSet whose longest pod name, with the random suffix,
+    /// is no DNS-1035 label: `<jobset>-workers-0-<nodes - 1>-abcde` (`ValidateCreate` in
+    /// kubernetes-sigs/jobset `pkg/webhooks/jobset_webhook.go`). The name uses all the room.
+    #[test]
+    fn a_jobset_name_leaves_room_for_the_pod_names_its_webhook_checks() {
+        let base = "a".repeat(300);
+        for nodes in NODE_COUNTS {
+            let n = Names::derive(&base, nodes, None, Workload::JobSet);
+            let child = n.child_job.clone().unwrap();
+            assert_eq!(child, format!("{}-workers-0", n.job));
+            let longest = format!("{child}-{}-abcde", nodes.saturating_sub(1));
+            assert!(is_dns1035_label(&longest), "{longest}");
+            assert_eq!(longest.len(), MAX_LABEL, "{nodes}: {longest}");
+            if nodes > 1 {
+                assert_eq!(n.leader.as_deref(), Some(format!("{child}-0").as_str()));
+            }
+        }
+        let n = Names::derive("train", 4, None, Workload::JobSet);
+        assert_eq!(
+            (n.job.as_str(), n.leader.as_deref()),
+            ("train", Some("train-workers-0-0"))
+        );
+        let n = Names::derive("train", 4, None, Workload::IndexedJob);
+        assert_eq!((n.leader.as_deref(), n.child_job), (Some("train-0"), None));
     }
 }

@@ -3,7 +3,7 @@
 //! the multi-node rendezvous, the tier C upload, then scheduling. Each step adds its volumes,
 //! mounts, init containers and annotations in the order the manifests show them.
 
-use super::names::{self, Names};
+use super::names::Names;
 use super::{
     COMPLETION_INDEX_FIELD, CONFIG_DIR, CONFIG_FILE, CONFIG_SHA256_ANNOTATION, CONFIG_VOLUME,
     ConfigMap, Container, DEFAULT_RENDEZVOUS_PORT, DEFAULT_RENDEZVOUS_TIMEOUT, DEFAULT_S3_IMAGE,
@@ -297,7 +297,10 @@ impl<'a> Layout<'a> {
             .and_then(|r| r.timeout_seconds)
             .unwrap_or(DEFAULT_RENDEZVOUS_TIMEOUT);
         let names = self.names;
-        let master = format!("{}.{}", names::pod_hostname(&names.job, 0), names.service);
+        let Some(leader) = &names.leader else {
+            return;
+        };
+        let master = format!("{leader}.{}", names.service);
         let gpus = spec.resources.gpus_per_node;
         self.container.env = rendezvous_env(nodes, gpus, &master, port);
         let env = vec![
@@ -432,9 +435,10 @@ impl<'a> Layout<'a> {
                 tolerations.push(gpu_toleration);
             }
         }
-        let image_pull_secrets = match super::ngc_pull_secret(self.req) {
-            Some(name) => vec![name],
-            None => spec.image_pull_secrets.clone(),
+        let image_pull_secrets = if super::probe::needs_ngc_pull_secret(spec) {
+            vec![self.names.pull_secret.clone()]
+        } else {
+            spec.image_pull_secrets.clone()
         };
         let mut containers = vec![self.container];
         containers.append(&mut self.sidecars);

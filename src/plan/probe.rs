@@ -3,7 +3,7 @@
 //! multi-node job; and the nvcr.io pull Secret both share.
 
 use super::names::Names;
-use super::{OPTION, pod::pod_script};
+use super::{OPTION, Workload, pod::pod_script};
 use crate::diag::Diagnostic;
 use crate::request::ActionRequest;
 
@@ -25,17 +25,23 @@ pub fn probe_name(name: &str) -> String {
 
 /// The nvcr.io pull Secret the driver script creates from NGC_KEY: for an nvcr.io image when
 /// the request names no pull Secret.
-pub fn ngc_pull_secret(req: &ActionRequest) -> Option<String> {
-    let spec = &req.spec;
-    (spec.image.starts_with("nvcr.io/") && spec.image_pull_secrets.is_empty())
-        .then(|| Names::derive(&req.metadata.name, req.nodes(), None).pull_secret)
+/// Its name follows the job's, which the workload bounds.
+pub fn ngc_pull_secret(req: &ActionRequest, workload: Workload) -> Option<String> {
+    needs_ngc_pull_secret(&req.spec)
+        .then(|| Names::derive(&req.metadata.name, req.nodes(), None, workload).pull_secret)
+}
+
+/// Whether the pod pulls with the nvcr.io pull Secret the driver creates.
+pub fn needs_ngc_pull_secret(spec: &crate::request::Spec) -> bool {
+    spec.image.starts_with("nvcr.io/") && spec.image_pull_secrets.is_empty()
 }
 
 /// The request of the NCCL probe for `req`: two nodes with its image, GPUs per node,
 /// scheduling, pull secrets, `/dev/shm`, rendezvous settings and transport environment
 /// ([`TRANSPORT_ENV_PREFIXES`]), running the probe program instead of the action, with no
 /// storage, no other environment and no credentials.
-pub fn nccl_probe(req: &ActionRequest) -> Result<ActionRequest, Diagnostic> {
+/// The probe is a Job whatever runs the action (`workload`), whose pull Secret it shares.
+pub fn nccl_probe(req: &ActionRequest, workload: Workload) -> Result<ActionRequest, Diagnostic> {
     if req.spec.resources.gpus_per_node == 0 {
         return Err(
             Diagnostic::error(OPTION, "the NCCL probe needs GPUs, but `gpusPerNode` is 0")
@@ -45,7 +51,7 @@ pub fn nccl_probe(req: &ActionRequest) -> Result<ActionRequest, Diagnostic> {
     let mut probe = req.clone();
     probe.metadata.name = probe_name(&req.metadata.name);
     // The probe pulls the job's image with the job's pull Secret (created before the probe).
-    if let Some(pull) = ngc_pull_secret(req) {
+    if let Some(pull) = ngc_pull_secret(req, workload) {
         probe.spec.image_pull_secrets = vec![pull];
     }
     let spec = &mut probe.spec;
@@ -98,11 +104,14 @@ mod tests {
 
     #[test]
     fn the_probe_keeps_the_transport_env_and_nothing_else() {
-        let probe = nccl_probe(&request(
-            "{NCCL_SOCKET_IFNAME: eth0, NCCL_IB_DISABLE: '1', TORCH_NCCL_BLOCKING_WAIT: '1', \
+        let probe = nccl_probe(
+            &request(
+                "{NCCL_SOCKET_IFNAME: eth0, NCCL_IB_DISABLE: '1', TORCH_NCCL_BLOCKING_WAIT: '1', \
              UCX_TLS: tcp, GLOO_SOCKET_IFNAME: eth0, FI_PROVIDER: efa, DATASET: coco, \
              MY_NCCL_NOTE: x}",
-        ))
+            ),
+            Workload::IndexedJob,
+        )
         .unwrap();
         let names: Vec<&str> = probe.spec.env.keys().map(String::as_str).collect();
         assert_eq!(

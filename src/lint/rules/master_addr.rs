@@ -1,12 +1,14 @@
 use crate::kube::names::is_dns1123_label;
 use crate::lint::pods::env_values;
 use crate::lint::{Document, Finding, Findings, Rule, steps};
-use crate::yaml::Value;
+use crate::yaml::{Step, Value};
 
 crate::rule! {
-    /// What it checks: in an Indexed Job whose pod template sets `subdomain`, the `MASTER_ADDR`
-    /// env value of every container and init container, when written in the manifest. It must
-    /// be the hostname Kubernetes gives pod 0, `<job-name>-0.<subdomain>`, optionally followed
+    /// What it checks: in an Indexed Job whose pod template sets `subdomain`, or a JobSet's
+    /// first replicated Job, the `MASTER_ADDR` env value of every container and init
+    /// container, when written in the manifest. It must be the hostname Kubernetes gives pod 0,
+    /// `<job-name>-0.<subdomain>` (in a JobSet `<jobset>-<replicated job>-0-0.<subdomain>`,
+    /// the subdomain being the JobSet's name unless `spec.network.subdomain` says), optionally followed
     /// by `.<namespace>` or `.<namespace>.svc.<cluster-domain>`. Values from `valueFrom`, values
     /// that expand `$(VAR)`, and `localhost` in a one-pod Job are not findings.
     ///
@@ -29,27 +31,9 @@ crate::rule! {
 
 impl Rule for MasterAddr {
     fn check(&self, doc: &Document, out: &mut Findings) {
-        let text = |path: &str| match doc.at(&steps(path)).map(|n| &n.value) {
-            Some(Value::Str(s)) => Some(s.as_str()),
-            _ => None,
-        };
-        if doc.kind != "Job" || text("spec.completionMode") != Some("Indexed") {
-            return;
-        }
-        let (Some(job), Some(pod)) = (text("metadata.name"), doc.pod_spec_path()) else {
+        let Some((host, one_pod)) = pod_zero(doc) else {
             return;
         };
-        let Some(spec) = doc.at(&pod) else {
-            return;
-        };
-        let Some(Value::Str(subdomain)) = spec.get("subdomain").map(|n| &n.value) else {
-            return;
-        };
-        let one_pod = matches!(
-            doc.at(&steps("spec.completions")).map(|n| &n.value),
-            None | Some(Value::Int(..=1))
-        );
-        let host = format!("{job}-0.{subdomain}");
         for env in env_values(doc) {
             let Value::Str(addr) = &env.value.value else {
                 continue;
@@ -63,7 +47,7 @@ impl Rule for MasterAddr {
             }
             out.push(Finding {
                 message: format!(
-                    "{}: MASTER_ADDR of container `{}` is `{addr}`, but pod 0 of this Indexed Job is `{host}`",
+                    "{}: MASTER_ADDR of container `{}` is `{addr}`, but pod 0 is `{host}`",
                     doc.label(),
                     env.container
                 ),
@@ -75,6 +59,41 @@ impl Rule for MasterAddr {
             });
         }
     }
+}
+
+/// The hostname of pod 0 of an Indexed Job whose pods have a subdomain (`<job>-0.<subdomain>`),
+/// or of a JobSet with DNS hostnames (`<jobset>-<replicated job>-0-0.<subdomain>`, the
+/// subdomain defaulting to the JobSet's name), and whether it runs one pod.
+fn pod_zero(doc: &Document) -> Option<(String, bool)> {
+    let text = |path: &[Step]| match doc.at(path).map(|n| &n.value) {
+        Some(Value::Str(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    let name = text(&steps("metadata.name"))?;
+    let completions = |job: &[Step]| {
+        let at = [job, &steps("completions")].concat();
+        matches!(doc.at(&at).map(|n| &n.value), None | Some(Value::Int(..=1)))
+    };
+    if let Some(job) = doc.jobset_job_path() {
+        let first = &job[..3];
+        let replicated = text(&[first, &steps("name")].concat())?;
+        if matches!(
+            doc.at(&steps("spec.network.enableDNSHostnames"))
+                .map(|n| &n.value),
+            Some(Value::Bool(false))
+        ) {
+            return None;
+        }
+        let subdomain = text(&steps("spec.network.subdomain")).unwrap_or(name);
+        let host = format!("{name}-{replicated}-0-0.{subdomain}");
+        return Some((host, completions(&job)));
+    }
+    if doc.kind != "Job" || text(&steps("spec.completionMode")) != Some("Indexed") {
+        return None;
+    }
+    let pod = doc.pod_spec_path()?;
+    let subdomain = text(&[pod.as_slice(), &steps("subdomain")].concat())?;
+    Some((format!("{name}-0.{subdomain}"), completions(&steps("spec"))))
 }
 
 /// `host`, `host.<namespace>`, or `host.<namespace>.svc[.<cluster-domain>]`.
