@@ -259,6 +259,15 @@ preflight() {
   "$tao" driver mode --namespace "$ns" "${mode[@]}"
   quiet k get --raw /version >"$tmpdir/cluster/version.json" || no_cluster "the cluster of $where is not reachable"
   local kinds=(jobs) kind can
+  if [ "$workload" = JobSet ]; then
+    # Discovery, which every user may read: is JobSet installed, at the version this bundle is?
+    local served
+    served=$(quiet k api-versions) || die "cannot list the APIs the cluster serves"
+    grep -qx 'jobset.x-k8s.io/v1alpha2' <<<"$served" ||
+      die "MISSING: the bundle is a JobSet (render --target jobset), but the cluster does not serve jobset.x-k8s.io/v1alpha2: install JobSet (https://jobset.sigs.k8s.io/docs/installation/), or render the bundle without --target jobset"
+    kinds=(jobsets.jobset.x-k8s.io)
+    [ -z "$probe_job" ] || kinds+=(jobs)
+  fi
   [ -n "$service$probe_job" ] && kinds+=(services)
   [ -n "$config_map" ] && kinds+=(configmaps)
   { [ -n "$credentials_secret" ] || [ -n "$ngc_pull_secret" ]; } && kinds+=(secrets)
@@ -268,7 +277,8 @@ preflight() {
     done
   done
   for kind in "${kinds[@]:1}"; do
-    [ "$(k auth can-i patch "$kind" 2>/dev/null || true)" = yes ] || die "not allowed to patch $kind in namespace $ns (to attach them to the Job)"
+    [ "$kind" != jobs ] || continue
+    [ "$(k auth can-i patch "$kind" 2>/dev/null || true)" = yes ] || die "not allowed to patch $kind in namespace $ns (to attach them to the $workload)"
   done
   [ "$gpus_per_node" -gt 0 ] || note "gpusPerNode is 0: GPU scheduling is not verified"
 }
@@ -292,7 +302,7 @@ gates() {
       note "cannot list the StorageClasses: a Pending claim is refused even if it binds at first use"
     fi
   fi
-  quiet k get job "$job" -o json --ignore-not-found >"$dir/job.json" || die "cannot look for an existing Job $job"
+  quiet k get "$resource" "$job" -o json --ignore-not-found >"$dir/job.json" || die "cannot look for an existing $workload $job"
   [ -s "$dir/job.json" ] || rm -f "$dir/job.json"
   : >"$dir/objects.json"
   [ ! -f "$dir/job.json" ] || "$tao" driver observe <"$dir/job.json" >>"$dir/objects.json"
@@ -329,18 +339,35 @@ resources_gate() {
     quiet k get secret "$secret" -o name >/dev/null || die "image pull Secret $secret does not exist in namespace $ns"
   done
   if [ -n "$queue" ]; then
-    quiet k get crd localqueues.kueue.x-k8s.io -o name >/dev/null || die "the Job waits for Kueue queue $queue, but Kueue is not installed"
+    quiet k get crd localqueues.kueue.x-k8s.io -o name >/dev/null || die "the $workload waits for Kueue queue $queue, but Kueue is not installed"
   fi
+  # A JobSet creates its Job and headless Service by name, and uses a Service of that name
+  # that exists: one that no JobSet $job made would name other pods in the rank-0 address.
+  local kind name owners
+  while read -r kind name <&3; do
+    [ -n "$name" ] || continue
+    owners=$(quiet k get "$kind" "$name" --ignore-not-found \
+      -o jsonpath='{.metadata.name}{range .metadata.ownerReferences[*]}{" "}{.kind}/{.name}{end}') ||
+      die "cannot look for an existing $kind $name"
+    [ -n "$owners" ] || continue
+    case " $owners " in
+      *" JobSet/$job "*) ;;
+      *) die "a $kind $name exists that the JobSet $job did not create: the JobSet would run beside it under its name; delete it, or render the request under another metadata.name" ;;
+    esac
+  done 3<<EOF
+service $child_service
+job $child_job
+EOF
 }
 
 # The uid of KIND NAME now, empty when there is none.
 uid_of() { k get "$1" "$2" -o jsonpath='{.metadata.uid}' --ignore-not-found 2>/dev/null || true; }
 
-# Wait until the Job NAME of uid UID is gone (deleted, or its name taken by another object),
-# at most five minutes: a Job deleted in the foreground goes once its pods are gone.
+# Wait until the KIND (Job or JobSet) NAME of uid UID is gone (deleted, or its name taken by
+# another object), at most five minutes: deleted in the foreground, it goes once its pods are.
 wait_gone() {
   local deadline=$((SECONDS + 300))
-  while [ "$(uid_of job "$1")" = "$2" ]; do
+  while [ "$(uid_of "$1" "$2")" = "$3" ]; do
     [ "$SECONDS" -lt "$deadline" ] || return 1
     sleep "$poll_seconds"
   done
@@ -360,8 +387,8 @@ delete_listed() {
         *) note "the $kind $name is another object now: not touched" ;;
       esac
     fi
-    if [ "$kind" = Job ] && [ "$2" = 1 ] && ! wait_gone "$name" "$uid"; then
-      note "the Job $name (uid $uid) is still being deleted after five minutes"
+    if [[ $kind = Job || $kind = JobSet ]] && [ "$2" = 1 ] && ! wait_gone "$kind" "$name" "$uid"; then
+      note "the $kind $name (uid $uid) is still being deleted after five minutes"
       failed=1
     fi
   done 3<<<"$1"
@@ -460,7 +487,7 @@ submit() {
   note "job record $record_id"
   if [ "${#replace_deletes[@]}" -gt 0 ]; then
     delete_listed "$(printf '%s\n' "${replace_deletes[@]}")" 1 || die "what --replace deletes was not all deleted (above)"
-    note "deleted the ended Job $job and what its job record created (--replace)"
+    note "deleted the ended $workload $job and what its job record created (--replace)"
   fi
   if [ "$nodes" -gt 1 ] && [ "$gpus_per_node" -gt 0 ]; then
     probe
@@ -482,25 +509,25 @@ submit() {
   k apply --dry-run=server -f "$manifest_file" -o json >"$tmpdir/dry-run.json" || die "the API server refused the manifest (dry run)"
   "$tao" driver kept-fields "$manifest_file" "$tmpdir/dry-run.json" >&2 || die "the API server would drop fields of the manifest"
   "$tao" record mark "$record_id" SUBMITTED --source driver >/dev/null || die "cannot mark job record $record_id SUBMITTED"
-  # From here until every object is attached to the Job, a failure deletes what was created:
-  # a Job left without its Secrets would wait for them forever.
+  # From here until every object is attached to the $workload, a failure deletes what was
+  # created: a Job left without its Secrets would wait for them forever.
   create_listed "$listed"
   for object in "${created[@]}"; do
-    case $object in "Job/$job/"*) uid=${object##*/} ;; esac
+    case $object in "$workload/$job/"*) uid=${object##*/} ;; esac
   done
-  [ -n "$uid" ] || die "the Job $job was not created"
+  [ -n "$uid" ] || die "the $workload $job was not created"
   # The record names what the server created (and its uid) before anything else can fail.
   "$tao" record mark "$record_id" RUNNING --source driver --backend-ref "$ns/$job" >/dev/null ||
     die "cannot bind job record $record_id to $ns/$job"
-  # The Job's TTL deletes only the Job and its pods: what this submit created is attached to
+  # The TTL deletes only the $workload and its pods: what this submit created is attached to
   # it, by a patch that names the object's own uid (refused for any other object).
   for object in "${created[@]}"; do
     IFS=/ read -r kind name key <<<"$object"
-    [ "$kind" != Job ] || continue
-    k patch "${kind,,}" "$name" --type=merge -p "$("$tao" driver owner-patch "$key" "$job" "$uid")" >/dev/null ||
-      die "the $kind $name could not be attached to the Job"
+    [ "$kind" != "$workload" ] || continue
+    k patch "${kind,,}" "$name" --type=merge -p "$("$tao" driver owner-patch "$key" "$job" "$uid" --kind "$workload")" >/dev/null ||
+      die "the $kind $name could not be attached to the $workload"
   done
-  # Everything belongs to the Job now: its TTL, or job.sh cancel, removes it.
+  # Everything belongs to the $workload now: its TTL, or job.sh cancel, removes it.
   record_open=0 created=()
   echo "$record_id $ns/$job"
 }
@@ -515,15 +542,22 @@ backend() {
   target_uid=$("$tao" record show "$record_id" --field backend_uid 2>/dev/null) || target_uid=''
 }
 
-# The Job of the record and its pods, read into the cluster directory.
+# The $workload of the record, read into the cluster directory.
 read_job() {
-  quiet k get job "$target" -o json >"$tmpdir/cluster/job.json" ||
-    die "the Job $ns/$target cannot be read (deleted by job.sh cancel, or by its TTL after it ended?)"
+  quiet k get "$resource" "$target" -o json >"$tmpdir/cluster/job.json" ||
+    die "the $workload $ns/$target cannot be read (deleted by job.sh cancel, or by its TTL after it ended?)"
 }
 
-# The pods of the record's Job: by its uid (by its name for a record without one).
+# The pods of the record's Job: by its uid (by its name for a record without one); a JobSet's,
+# whose Jobs it recreates on a restart, by the record the driver stamped on them.
 pod_selector() {
-  if [ -n "$target_uid" ]; then echo "batch.kubernetes.io/controller-uid=$target_uid"; else echo "batch.kubernetes.io/job-name=$target"; fi
+  if [ "$workload" = JobSet ]; then
+    echo "tao-k8s.io/job-record=$record_id"
+  elif [ -n "$target_uid" ]; then
+    echo "batch.kubernetes.io/controller-uid=$target_uid"
+  else
+    echo "batch.kubernetes.io/job-name=$target"
+  fi
 }
 
 # The Job and one line per pod, written by tao-k8s from kubectl's JSON; a Job that ended closes
@@ -534,7 +568,7 @@ status() {
   backend
   read_job
   quiet k get pods -l "$(pod_selector)" -o json >"$tmpdir/cluster/pods.json" ||
-    die "the pods of the Job $ns/$target cannot be listed"
+    die "the pods of the $workload $ns/$target cannot be listed"
   "$tao" job-status "$tmpdir/cluster" --record "$record_id" || exit 1
 }
 
@@ -567,8 +601,8 @@ cancel() {
   resolve_context
   backend
   local listed
-  quiet k get job "$target" -o json --ignore-not-found >"$tmpdir/cluster/job.json" ||
-    die "cannot look for the Job $ns/$target"
+  quiet k get "$resource" "$target" -o json --ignore-not-found >"$tmpdir/cluster/job.json" ||
+    die "cannot look for the $workload $ns/$target"
   if [ -s "$tmpdir/cluster/job.json" ]; then
     "$tao" job-status "$tmpdir/cluster" --record "$record_id" --state >/dev/null || exit 1
   fi

@@ -144,7 +144,7 @@ pub struct Owned {
 }
 
 /// The kinds the driver creates.
-pub const OWNED_KINDS: [&str; 4] = ["Job", "Service", "ConfigMap", "Secret"];
+pub const OWNED_KINDS: [&str; 5] = ["Job", "JobSet", "Service", "ConfigMap", "Secret"];
 
 impl Owned {
     /// Refuse an object the driver could not have created, or whose names it could not pass to
@@ -431,7 +431,9 @@ impl Store {
             record.backend_uid = record
                 .objects
                 .iter()
-                .find(|o| o.kind == "Job" && r == format!("{}/{}", o.namespace, o.name))
+                .find(|o| {
+                    crate::kube::is_workload(&o.kind) && r == format!("{}/{}", o.namespace, o.name)
+                })
                 .map(|o| o.uid.clone());
         }
         record.history.push(Event {

@@ -40,6 +40,8 @@ const DRY_RUN: &str = "apply --dry-run=server -f $BUNDLE/manifest.yaml -o json";
 struct Sandbox {
     dir: tempfile::TempDir,
     request: String,
+    /// Options of every render (`--target jobset`).
+    options: Vec<String>,
 }
 
 /// One run of `job.sh`.
@@ -88,6 +90,11 @@ fn tao(args: &[&str], state: &Path) -> std::process::Output {
 impl Sandbox {
     /// `request` is relative to the repository.
     fn new(request: &str) -> Sandbox {
+        Sandbox::rendered_with(request, &[])
+    }
+
+    /// A sandbox whose bundle is rendered with `options` too.
+    fn rendered_with(request: &str, options: &[&str]) -> Sandbox {
         let dir = tempfile::tempdir().unwrap();
         for sub in ["bin", "state", "tmp", "files", "home", "cluster"] {
             fs::create_dir(dir.path().join(sub)).unwrap();
@@ -100,6 +107,7 @@ impl Sandbox {
         let sandbox = Sandbox {
             dir,
             request: request.to_string(),
+            options: options.iter().map(|o| o.to_string()).collect(),
         };
         sandbox.render("bundle");
         sandbox.write_answer();
@@ -127,6 +135,7 @@ impl Sandbox {
                 "--out",
                 out.to_str().unwrap(),
             ])
+            .args(&self.options)
             .env("TAO_K8S_STATE_DIR", self.path("state"))
             .env_remove("TAO_K8S_NAMESPACE")
             .env_remove("KUBERNETES_SERVICE_HOST")
@@ -145,10 +154,9 @@ impl Sandbox {
     /// object, or a List), with the fields the server adds.
     fn write_answer(&self) {
         let request = Path::new(ROOT).join(&self.request);
-        let r = tao(
-            &["render", request.to_str().unwrap(), "-o", "json"],
-            &self.path("state"),
-        );
+        let mut args = vec!["render", request.to_str().unwrap(), "-o", "json"];
+        args.extend(self.options.iter().map(String::as_str));
+        let r = tao(&args, &self.path("state"));
         assert!(r.status.success());
         let mut answer: Value = serde_json::from_slice(&r.stdout).unwrap();
         let add = |object: &mut Value| {
@@ -3422,5 +3430,160 @@ fn another_namespace_in_the_environment_is_refused_with_both_names() {
         &[("TAO_K8S_NAMESPACE", "vision")],
         &["preflight"],
     );
+    run.assert_code(0);
+}
+
+/// A JobSet bundle (`render --target jobset`) on a cluster that runs JobSet: submit probes
+/// (with a Job), creates the ConfigMap and the JobSet, attaches the ConfigMap to the JobSet,
+/// stamps the record on the pods; status reads the JobSet and its pods by that record, and
+/// closes the record when the JobSet completes; cancel deletes the JobSet and what the record
+/// created, by uid.
+#[test]
+fn a_jobset_bundle_submits_reports_status_and_cancels() {
+    let js = "rtdetr-train-4n";
+    let s = Sandbox::rendered_with(
+        "fixtures/requests/valid/multi-node-4-config.yaml",
+        &["--target", "jobset"],
+    );
+    let env = fs::read_to_string(s.path("bundle/job.env")).unwrap();
+    assert!(
+        env.contains("workload='JobSet'")
+            && env.contains("resource='jobsets.jobset.x-k8s.io'")
+            && env.contains(&format!("child_job='{js}-workers-0'"))
+            && env.contains(&format!("child_service='{js}'"))
+            && env.contains("service=''"),
+        "{env}"
+    );
+    let first = s.run("jobset-cluster", &[], &["submit"]);
+    first.assert_code(0);
+    let attach = format!(
+        "patch configmap {js}-spec --type=merge -p {{\"metadata\":{{\"annotations\":{{\"tao-k8s.io/job-uid\":\
+         \"UID\"}},\"ownerReferences\":[{{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\",\"name\":\
+         \"{js}\",\"uid\":\"UID\"}}],\"uid\":\"UID\"}}}}"
+    );
+    assert_eq!(
+        first.mutations(),
+        [
+            probe(js, false),
+            vec![
+                DRY_RUN.to_string(),
+                create("configmap", &format!("{js}-spec")),
+                create("jobset", js),
+                attach,
+            ]
+        ]
+        .concat()
+    );
+    let lines = first.lines();
+    assert!(lines.iter().any(|l| l == "api-versions"), "{lines:#?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == &format!("get jobsets.jobset.x-k8s.io {js} -o json --ignore-not-found")),
+        "{lines:#?}"
+    );
+    let id = s.record_id();
+    let record = s.record(&id);
+    assert_eq!(record["state"], "RUNNING");
+    assert_eq!(record["backend_ref"], format!("default/{js}"));
+    let stored = s
+        .object("default", "jobset", js)
+        .expect("the JobSet was created");
+    let pod = &stored["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
+    assert_eq!(pod["metadata"]["labels"]["tao-k8s.io/job-record"], id);
+
+    // Running: the JobSet's pods, found by the record.
+    let run = s.run("jobset-cluster", &[], &["status"]);
+    run.assert_code(0);
+    assert!(
+        run.stdout.starts_with(&format!(
+            "JobSet default/{js}: running (restarts 0; pods active 4, succeeded 0, failed 0)\n  \
+             index 0 {js}-workers-0-0-x7k2p: Running on gpu-node-1\n"
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.lines()
+            .iter()
+            .any(|l| l == &format!("get pods -l tao-k8s.io/job-record={id} -o json")),
+        "{:#?}",
+        run.lines()
+    );
+    assert_eq!(run.mutations(), Vec::<String>::new());
+
+    // Cancelled: the JobSet first (its Jobs, pods and Service go with it), then the ConfigMap.
+    let run = s.run("jobset-cluster", &[], &["cancel"]);
+    run.assert_code(0);
+    assert_eq!(
+        run.mutations(),
+        [
+            format!(
+                "delete --raw /apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets/{js} -f $TMP/deletes/delete-0.json"
+            ),
+            delete("configmap", &format!("{js}-spec"), "deletes", 1),
+        ]
+    );
+    assert!(s.object("default", "jobset", js).is_none());
+    assert_eq!(s.record(&id)["state"], "CANCELED");
+
+    // Completed: the record ends SUCCEEDED.
+    s.empty_cluster();
+    let second = s.run("jobset-cluster", &[], &["submit"]);
+    second.assert_code(0);
+    let id = s.record_id();
+    let mut done = s.object("default", "jobset", js).unwrap();
+    done["status"] = serde_json::json!({"restarts": 1, "conditions": [
+        {"type": "Completed", "status": "True", "reason": "AllJobsCompleted", "message": "jobset completed successfully"}]});
+    s.preload(&done.to_string());
+    let run = s.run("jobset-cluster", &[], &["status"]);
+    run.assert_code(0);
+    assert!(
+        run.stdout
+            .starts_with(&format!("JobSet default/{js}: Complete (restarts 1;")),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        states(&s.record(&id)),
+        ["OPEN", "SUBMITTED", "RUNNING", "SUCCEEDED"]
+    );
+}
+
+/// Without JobSet on the cluster, preflight says so and what to do, before anything; a
+/// Service of the JobSet's name that no JobSet of that name made (another team's) refuses
+/// the submit, since the JobSet would take it for its pods' names.
+#[test]
+fn a_jobset_bundle_needs_jobset_and_its_names_free() {
+    let js = "rtdetr-train-4n";
+    let s = Sandbox::rendered_with(
+        "fixtures/requests/valid/multi-node-4-config.yaml",
+        &["--target", "jobset"],
+    );
+    let run = s.run("jobset-missing", &[], &["preflight"]);
+    run.assert_code(1);
+    run.assert_stderr(
+        "MISSING: the bundle is a JobSet (render --target jobset), but the cluster does not serve jobset.x-k8s.io/v1alpha2",
+    );
+    let run = s.run("jobset-missing", &[], &["submit"]);
+    run.assert_code(1);
+    assert_eq!(run.mutations(), Vec::<String>::new());
+
+    s.preload(&format!(
+        r#"{{"apiVersion": "v1", "kind": "Service", "metadata": {{"name": "{js}", "namespace": "default", "uid": "0a1b2c3d-0000-4000-8000-000000000001"}}, "spec": {{"clusterIP": "None"}}}}"#
+    ));
+    let run = s.run("jobset-cluster", &[], &["submit"]);
+    run.assert_code(1);
+    run.assert_stderr(&format!(
+        "a service {js} exists that the JobSet {js} did not create"
+    ));
+    assert_eq!(run.mutations(), Vec::<String>::new());
+    assert!(s.object("default", "service", js).is_some(), "untouched");
+
+    // The same Service, made by a JobSet of this name (one that ended): no refusal from it.
+    s.preload(&format!(
+        r#"{{"apiVersion": "v1", "kind": "Service", "metadata": {{"name": "{js}", "namespace": "default", "uid": "0a1b2c3d-0000-4000-8000-000000000001", "ownerReferences": [{{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "{js}", "uid": "0a1b2c3d-0000-4000-8000-000000000002"}}]}}, "spec": {{"clusterIP": "None"}}}}"#
+    ));
+    let run = s.run("jobset-cluster", &[], &["preflight"]);
     run.assert_code(0);
 }

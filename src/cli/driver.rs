@@ -13,6 +13,7 @@ use tao_k8s::cluster::objects::{Job, List, Pod};
 use tao_k8s::cluster::status::{self, terminal_reason};
 use tao_k8s::diag::printable;
 use tao_k8s::driver::{credentials, objects};
+use tao_k8s::kube::is_workload;
 use tao_k8s::record::{Owned, Store};
 
 /// The steps of the driver script that decide or build something.
@@ -66,11 +67,14 @@ enum Step {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
-    /// The merge patch that attaches the object of uid UID to the Job JOB of uid JOB_UID.
+    /// The merge patch that attaches the object of uid UID to the Job (or with `--kind JobSet`
+    /// the JobSet) JOB of uid JOB_UID.
     OwnerPatch {
         uid: String,
         job: String,
         job_uid: String,
+        #[arg(long, value_parser = ["Job", "JobSet"], default_value = "Job")]
+        kind: String,
     },
     /// Say on stderr which cluster credentials kubectl uses: the kubeconfig context, or the
     /// pod's service account (whose namespace file is read bounded and shown escaped).
@@ -122,9 +126,12 @@ pub fn run(args: DriverArgs) -> ExitCode {
             namespace,
             out,
         } => deletes(record.as_deref(), &object, namespace.as_deref(), &out),
-        Step::OwnerPatch { uid, job, job_uid } => {
-            Ok(objects::owner_patch(&uid, &job, &job_uid) + "\n")
-        }
+        Step::OwnerPatch {
+            uid,
+            job,
+            job_uid,
+            kind,
+        } => Ok(objects::owner_patch(&uid, &kind, &job, &job_uid) + "\n"),
         Step::Mode {
             namespace,
             context,
@@ -179,9 +186,9 @@ fn write_objects(
     let mut list: Vec<Value> = stream.documents.iter().map(|d| d.to_json()).collect();
     let manifest_job = list
         .iter()
-        .find(|o| o["kind"] == "Job")
+        .find(|o| o["kind"].as_str().is_some_and(is_workload))
         .and_then(|o| o.pointer("/metadata/name")?.as_str())
-        .ok_or_else(|| io(format!("{} holds no Job", source.name())))?
+        .ok_or_else(|| io(format!("{} holds no Job nor JobSet", source.name())))?
         .to_string();
     let job = bundle.unwrap_or(manifest_job);
     let namespace = list
@@ -259,12 +266,12 @@ fn deletes(
             uid: uid.into(),
         });
     }
-    owned.sort_by_key(|o| o.kind != "Job");
+    owned.sort_by_key(|o| !is_workload(&o.kind));
     input::create_dir(out).map_err(io)?;
     let mut lines = String::new();
     for (i, object) in owned.iter().enumerate() {
         let (path, body) =
-            objects::delete_request(object, object.kind == "Job").map_err(refused)?;
+            objects::delete_request(object, is_workload(&object.kind)).map_err(refused)?;
         let file = out.join(format!("delete-{i}.json"));
         input::write_private(&file, &body).map_err(io)?;
         lines += &format!(

@@ -201,9 +201,9 @@ fn write_decisions(dir: &Path, decision: &gate::owners::Decision) -> Result<(), 
     input::create_dir(dir)?;
     let mut deletes = Vec::new();
     let mut ordered: Vec<_> = decision.deletes.iter().collect();
-    ordered.sort_by_key(|o| o.kind != "Job");
+    ordered.sort_by_key(|o| !tao_k8s::kube::is_workload(&o.kind));
     for (i, object) in ordered.into_iter().enumerate() {
-        let (path, body) = delete_request(object, object.kind == "Job")?;
+        let (path, body) = delete_request(object, tao_k8s::kube::is_workload(&object.kind))?;
         let file = dir.join(format!("replace-{i}.json"));
         input::write_private(&file, &body)?;
         let line = format!(

@@ -304,6 +304,8 @@ pub struct ClaimStatus {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct Job {
+    /// `Job`, or `JobSet` (whose `Completed` condition is a Job's `Complete`).
+    pub kind: String,
     pub metadata: Meta,
     pub spec: JobSpec,
     pub status: JobStatus,
@@ -321,6 +323,8 @@ pub struct JobStatus {
     pub active: u64,
     pub succeeded: u64,
     pub failed: u64,
+    /// A JobSet's restarts of all its Jobs.
+    pub restarts: u64,
     pub conditions: Vec<Condition>,
 }
 
@@ -333,7 +337,7 @@ impl Job {
                 .iter()
                 .any(|c| c.kind == kind && c.status == "True")
         };
-        if is("Complete") {
+        if is("Complete") || (self.kind == "JobSet" && is("Completed")) {
             "succeeded"
         } else if is("Failed") {
             "failed"

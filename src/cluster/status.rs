@@ -25,15 +25,34 @@ pub fn state(job: &Job) -> &'static str {
 /// The status text: a line for the Job, a line per pod.
 pub fn text(job: &Job, pods: &[Pod]) -> String {
     let s = &job.status;
-    let mut out = format!(
-        "{}/{}: {} (active {}, succeeded {}, failed {})\n",
-        printable(&job.metadata.namespace),
-        printable(&job.metadata.name),
-        state(job),
-        s.active,
-        s.succeeded,
-        s.failed
-    );
+    let mut out = if job.kind == "JobSet" {
+        // A JobSet counts Jobs and restarts, not pods: its pods are counted here.
+        let phase = |p: &[&str]| {
+            pods.iter()
+                .filter(|pod| p.contains(&pod.status.phase.as_str()))
+                .count()
+        };
+        format!(
+            "JobSet {}/{}: {} (restarts {}; pods active {}, succeeded {}, failed {})\n",
+            printable(&job.metadata.namespace),
+            printable(&job.metadata.name),
+            state(job),
+            s.restarts,
+            phase(&["Pending", "Running"]),
+            phase(&["Succeeded"]),
+            phase(&["Failed"])
+        )
+    } else {
+        format!(
+            "{}/{}: {} (active {}, succeeded {}, failed {})\n",
+            printable(&job.metadata.namespace),
+            printable(&job.metadata.name),
+            state(job),
+            s.active,
+            s.succeeded,
+            s.failed
+        )
+    };
     let mut sorted: Vec<&Pod> = pods.iter().collect();
     sorted.sort_by_key(|p| (index(p).unwrap_or(u64::MAX), p.metadata.name.clone()));
     for pod in sorted {

@@ -57,9 +57,19 @@ pub fn stamp(object: &mut Value, record: Option<&str>, namespace: &str, job: &st
         o.insert("metadata".into(), json!({}));
         mark(&mut object["metadata"], true);
     }
-    if object["kind"] == "Job"
-        && let Some(template) = object.pointer_mut("/spec/template")
-    {
+    // The pods carry the record too: `job.sh status` and `logs` find a JobSet's by it.
+    let templates: Vec<&mut Value> = match object["kind"].as_str() {
+        Some("Job") => object.pointer_mut("/spec/template").into_iter().collect(),
+        Some("JobSet") => object
+            .pointer_mut("/spec/replicatedJobs")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.pointer_mut("/template/spec/template"))
+            .collect(),
+        _ => Vec::new(),
+    };
+    for template in templates {
         let meta = template
             .as_object_mut()
             .map(|t| t.entry("metadata").or_insert_with(|| json!({})));
@@ -76,7 +86,7 @@ pub fn creation_rank(object: &Value) -> u8 {
         Some("Secret") => 0,
         Some("ConfigMap") => 1,
         Some("Service") => 2,
-        Some("Job") => 4,
+        Some("Job" | "JobSet") => 4,
         _ => 3,
     }
 }
@@ -85,6 +95,7 @@ pub fn creation_rank(object: &Value) -> u8 {
 pub fn api_path(kind: &str, namespace: &str, name: &str) -> Option<String> {
     let (group, plural) = match kind {
         "Job" => ("apis/batch/v1", "jobs"),
+        "JobSet" => ("apis/jobset.x-k8s.io/v1alpha2", "jobsets"),
         "Service" => ("api/v1", "services"),
         "ConfigMap" => ("api/v1", "configmaps"),
         "Secret" => ("api/v1", "secrets"),
@@ -109,14 +120,19 @@ pub fn delete_request(object: &Owned, foreground: bool) -> Result<(String, Strin
     Ok((path, body.to_string()))
 }
 
-/// The merge patch that attaches an object (uid `uid`) to the Job `job` (uid `job_uid`), so
-/// that the Job's TTL removes it: it names the object's own uid, so it fails on any other
-/// object of that name.
-pub fn owner_patch(uid: &str, job: &str, job_uid: &str) -> String {
+/// The merge patch that attaches an object (uid `uid`) to the workload `job` of kind `kind`
+/// (a Job or a JobSet, uid `job_uid`), so that its TTL removes it: it names the object's own
+/// uid, so it fails on any other object of that name.
+pub fn owner_patch(uid: &str, kind: &str, job: &str, job_uid: &str) -> String {
+    let api_version = if kind == "JobSet" {
+        "jobset.x-k8s.io/v1alpha2"
+    } else {
+        "batch/v1"
+    };
     json!({"metadata": {
         "uid": uid,
         "annotations": {JOB_UID_ANNOTATION: job_uid},
-        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": job_uid}],
+        "ownerReferences": [{"apiVersion": api_version, "kind": kind, "name": job, "uid": job_uid}],
     }})
     .to_string()
 }
@@ -206,8 +222,18 @@ mod tests {
 
     #[test]
     fn the_owner_patch_carries_the_object_s_uid() {
-        let patch: Value = serde_json::from_str(&owner_patch("u-1", "j", "u-2")).unwrap();
+        let patch: Value = serde_json::from_str(&owner_patch("u-1", "Job", "j", "u-2")).unwrap();
         assert_eq!(patch["metadata"]["uid"], "u-1");
         assert_eq!(patch["metadata"]["ownerReferences"][0]["uid"], "u-2");
+        assert_eq!(
+            patch["metadata"]["ownerReferences"][0]["apiVersion"],
+            "batch/v1"
+        );
+        let patch: Value = serde_json::from_str(&owner_patch("u-1", "JobSet", "j", "u-2")).unwrap();
+        let owner = &patch["metadata"]["ownerReferences"][0];
+        assert_eq!(
+            (owner["apiVersion"].as_str(), owner["kind"].as_str()),
+            (Some("jobset.x-k8s.io/v1alpha2"), Some("JobSet"))
+        );
     }
 }

@@ -14,7 +14,16 @@ use serde::Serialize;
 pub struct JobValues {
     /// The tao-k8s version that wrote the bundle; the driver runs only that version.
     pub version: String,
+    /// The name of the Job, or of the JobSet.
     pub job: String,
+    /// `Job`, or `JobSet` (`render --target jobset`).
+    pub workload: String,
+    /// What kubectl gets, creates and deletes for it: `job`, or `jobsets.jobset.x-k8s.io`.
+    pub resource: String,
+    /// The Job and the headless Service a JobSet creates (not the driver): empty for a Job.
+    /// They must not exist when it starts, unless that JobSet made them.
+    pub child_job: String,
+    pub child_service: String,
     /// Empty when there is no such object.
     pub service: String,
     pub config_map: String,
@@ -62,6 +71,24 @@ impl JobValues {
         JobValues {
             version: env!("CARGO_PKG_VERSION").into(),
             job: plan.names.job.clone(),
+            workload: if plan.job_set.is_some() {
+                "JobSet"
+            } else {
+                "Job"
+            }
+            .into(),
+            resource: if plan.job_set.is_some() {
+                "jobsets.jobset.x-k8s.io"
+            } else {
+                "job"
+            }
+            .into(),
+            child_job: plan.names.child_job.clone().unwrap_or_default(),
+            child_service: plan
+                .job_set
+                .as_ref()
+                .map(|j| j.subdomain.clone())
+                .unwrap_or_default(),
             service: plan
                 .service
                 .as_ref()
@@ -132,6 +159,10 @@ impl JobValues {
         let flag = |b: bool| one(if b { "1" } else { "" });
         let assignments = [
             ("job", one(&self.job)),
+            ("workload", one(&self.workload)),
+            ("resource", one(&self.resource)),
+            ("child_job", one(&self.child_job)),
+            ("child_service", one(&self.child_service)),
             ("service", one(&self.service)),
             ("config_map", one(&self.config_map)),
             ("credentials_secret", one(&self.credentials_secret)),

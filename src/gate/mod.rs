@@ -73,15 +73,19 @@ impl Workload {
             .sum()
     }
 
-    /// The Job among the manifest's objects; an error says what is missing or wrong.
+    /// The Job among the manifest's objects (or the Job a JobSet runs, with the JobSet's
+    /// name); an error says what is missing or wrong.
     pub fn from_manifest(objects: &[Value]) -> Result<Workload, String> {
-        let mut jobs = objects.iter().filter(|o| o["kind"] == "Job");
+        let mut jobs = objects
+            .iter()
+            .filter(|o| o["kind"].as_str().is_some_and(crate::kube::is_workload));
         let Some(job) = jobs.next() else {
-            return Err("the manifest holds no Job".into());
+            return Err("the manifest holds no Job nor JobSet".into());
         };
         if jobs.next().is_some() {
-            return Err("the manifest holds more than one Job".into());
+            return Err("the manifest holds more than one Job or JobSet".into());
         }
+        let job = &*crate::kube::job_view(job);
         let parsed: ManifestJob =
             serde_path_to_error::deserialize(job).map_err(|e| format!("the Job: {e}"))?;
         let template: PodSpec = serde_path_to_error::deserialize(&parsed.spec.template.spec)
@@ -260,10 +264,9 @@ fn job_gate(
             None,
         );
     };
-    let existing = cluster
-        .existing
-        .iter()
-        .find(|e| e.kind == "Job" && e.name == work.job && e.uid == job.metadata.uid);
+    let existing = cluster.existing.iter().find(|e| {
+        crate::kube::is_workload(&e.kind) && e.name == work.job && e.uid == job.metadata.uid
+    });
     let creator = existing.and_then(|e| owners::creator(&opts.records, e));
     let owner = match creator {
         Some(r) => format!("created by job record {}", r.id),

@@ -142,7 +142,7 @@ pub fn gate(existing: &[Existing], records: &[Record], ask: &Ask) -> (Verdict, D
     let mut refusals = Vec::new();
     let mut notes = Vec::new();
     for e in existing {
-        if e.kind == "Job" && e.name == ask.job {
+        if crate::kube::is_workload(&e.kind) && e.name == ask.job {
             continue;
         }
         let owned = Owned {

@@ -22,3 +22,34 @@ pub use version::KubeVersion;
 /// preemption, a `NoExecute` taint, a node that is gone): a Job's `podFailurePolicy` tells
 /// such a pod from one whose action failed.
 pub const DISRUPTION_CONDITION: &str = "DisruptionTarget";
+
+/// The kinds that run a job's pods: a `batch/v1` Job, or a JobSet (`render --target jobset`).
+pub const WORKLOAD_KINDS: [&str; 2] = ["Job", "JobSet"];
+
+/// Whether `kind` runs a job's pods ([`WORKLOAD_KINDS`]).
+pub fn is_workload(kind: &str) -> bool {
+    WORKLOAD_KINDS.contains(&kind)
+}
+
+/// The Job (metadata and spec) a workload object runs: the Job itself, or the template of the
+/// first replicated Job of a JobSet with the JobSet's metadata, `suspend` and status, so that
+/// what reads a Job (the gates, `job.sh status`) reads a JobSet the same way.
+pub fn job_view(object: &serde_json::Value) -> std::borrow::Cow<'_, serde_json::Value> {
+    if object["kind"] != "JobSet" {
+        return std::borrow::Cow::Borrowed(object);
+    }
+    let mut spec = object
+        .pointer("/spec/replicatedJobs/0/template/spec")
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({}));
+    if let (Some(s), Some(suspend)) = (spec.as_object_mut(), object.pointer("/spec/suspend")) {
+        s.insert("suspend".into(), suspend.clone());
+    }
+    std::borrow::Cow::Owned(serde_json::json!({
+        "apiVersion": object["apiVersion"],
+        "kind": "JobSet",
+        "metadata": object["metadata"],
+        "spec": spec,
+        "status": object["status"],
+    }))
+}
