@@ -317,3 +317,44 @@ fn jobset_snapshots() {
         insta::assert_snapshot!(name, compile(name, &jobset_opts()).yaml);
     }
 }
+
+/// Names at the length edges: a long or digit-first name is cut (with its hash) so that the
+/// JobSet webhook's longest pod name fits, for every node count up to 1,000; the JobSet and
+/// the Job of the same request may differ only by that cut.
+#[test]
+fn names_at_the_length_edges() {
+    for (name, nodes) in [
+        ("x".repeat(80), 1000u32),
+        ("x".repeat(80), 2),
+        ("7f3a9c1e-2b4d-4e5f-8a9b-0c1d2e3f4a5b".to_string(), 16),
+        ("a".repeat(44), 10),
+    ] {
+        let request = serde_json::json!({
+            "apiVersion": "tao-k8s/v1",
+            "kind": "ActionRequest",
+            "metadata": {"name": name},
+            "spec": {
+                "image": "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",
+                "networkArch": "dino",
+                "action": "train",
+                "command": {"args": ["dino", "train"]},
+                "resources": {"nodes": nodes, "gpusPerNode": 8},
+                "storage": {"mounts": [{"name": "results", "persistentVolumeClaim": "tao-results", "mountPath": "/results"}]},
+                "resultsDir": "/results/run"
+            }
+        });
+        let source = Source::new("request.json", request.to_string());
+        let compiled = tao_k8s::compile(&source, &jobset_opts(), Templates::embedded())
+            .unwrap_or_else(|e| panic!("{name}: {e:#?}"));
+        let js = compiled
+            .objects
+            .iter()
+            .find(|o| o["kind"] == "JobSet")
+            .unwrap();
+        let jobset = js["metadata"]["name"].as_str().unwrap();
+        let longest = format!("{jobset}-workers-0-{}-abcde", nodes - 1);
+        assert!(is_dns1035_label(&longest), "{name} {nodes}: {longest}");
+        let pull = compiled.plan.ngc_pull_secret.clone().unwrap();
+        assert_eq!(pull, format!("{jobset}-ngc"));
+    }
+}

@@ -782,6 +782,32 @@ mod tests {
         assert!(e.contains("spec.parallelism"), "{e}");
     }
 
+    /// A JobSet's pods are those of the Job it creates; the queue is on the JobSet.
+    #[test]
+    fn a_jobset_gives_the_pods_of_its_job() {
+        let spec = json!({"containers": [{"name": "tao", "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
+                          "volumes": [{"name": "r", "persistentVolumeClaim": {"claimName": "tao-results"}}]});
+        let js = json!({
+            "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "train", "namespace": "vision", "labels": {QUEUE_LABEL: "team-a"}},
+            "spec": {"suspend": true, "replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": {
+                "completionMode": "Indexed", "completions": 4, "parallelism": 4, "template": {"spec": spec}}}}]},
+        });
+        let w = Workload::from_manifest(&[json!({"kind": "ConfigMap"}), js.clone()]).unwrap();
+        assert_eq!(
+            (w.pods, w.indexed, w.queue.as_deref(), w.job.as_str()),
+            (4, true, Some("team-a"), "train")
+        );
+        assert_eq!(
+            (w.gpus(), w.claims.as_slice()),
+            (8000, &["tao-results".to_string()][..])
+        );
+        let job =
+            json!({"kind": "Job", "metadata": {"name": "x"}, "spec": {"template": {"spec": {}}}});
+        let e = Workload::from_manifest(&[js, job]).unwrap_err();
+        assert!(e.contains("more than one"), "{e}");
+    }
+
     #[test]
     fn requests_follow_the_scheduler_init_sidecar_and_overhead_rules() {
         let spec: PodSpec = serde_json::from_value(json!({

@@ -1,4 +1,4 @@
-use crate::lint::api::{Report, index, int, items, key, shown, text};
+use crate::lint::api::{LABEL_VALUE, Report, index, int, items, key, shown, text};
 use crate::lint::{Document, Findings, Rule};
 use crate::yaml::{Node, Step};
 
@@ -7,8 +7,9 @@ crate::rule! {
     /// it: a required node affinity has at least one node selector term; each node selector
     /// requirement has a known operator (`In`, `NotIn`, `Exists`, `DoesNotExist`, `Gt`,
     /// `Lt`), values with `In` and `NotIn`, none with `Exists` and `DoesNotExist`, one
-    /// integer with `Gt` and `Lt`; preferred terms weigh 1 to 100; pod (anti-)affinity terms
-    /// name a `topologyKey`.
+    /// integer with `Gt` and `Lt`, and in a required term label values with `In` and `NotIn`
+    /// (a value with a space matches no node); preferred terms weigh 1 to 100; pod
+    /// (anti-)affinity terms name a `topologyKey`.
     ///
     /// Why it matters: the API server refuses the pod, or the Job whose template holds it.
     /// Pinning a training to a GPU model (`nvidia.com/gpu.product In [...]`) by hand is where
@@ -53,7 +54,7 @@ impl Rule for Affinity {
                     Some((_, terms)) => {
                         for (i, term) in items(terms).iter().enumerate() {
                             let t = index(&key(&req, "nodeSelectorTerms"), i);
-                            requirements(&mut report, &t, term);
+                            requirements(&mut report, &t, term, true);
                         }
                     }
                     None => {}
@@ -67,7 +68,7 @@ impl Rule for Affinity {
                 );
                 weight(&mut report, &t, p);
                 if let Some(preference) = p.get("preference") {
-                    requirements(&mut report, &key(&t, "preference"), preference);
+                    requirements(&mut report, &key(&t, "preference"), preference, false);
                 }
             }
         }
@@ -104,8 +105,10 @@ impl Rule for Affinity {
     }
 }
 
-/// The `matchExpressions` and `matchFields` of a node selector term.
-fn requirements(report: &mut Report, at: &[Step], term: &Node) {
+/// The `matchExpressions` and `matchFields` of a node selector term; in a `required` term,
+/// the values of a label requirement are label values (`ValidateNodeSelectorRequirement` with
+/// the create options of the API server).
+fn requirements(report: &mut Report, at: &[Step], term: &Node, required: bool) {
     for list in ["matchExpressions", "matchFields"] {
         for (i, r) in term
             .get(list)
@@ -143,6 +146,23 @@ fn requirements(report: &mut Report, at: &[Step], term: &Node) {
                 }
                 _ => None,
             };
+            if required && list == "matchExpressions" && matches!(op, "In" | "NotIn") {
+                for (j, v) in values.iter().enumerate() {
+                    if let Some(value) = text(v)
+                        && !crate::kube::names::is_label_value(value)
+                    {
+                        report.at(
+                            index(&key(&here, "values"), j),
+                            v,
+                            format!(
+                                "`{}` is not a label value, so no node's label can equal it: the API server refuses it in a required node affinity ({LABEL_VALUE})",
+                                shown(v, 80)
+                            ),
+                            "node labels hold no spaces: use the label's value as the node shows it (`kubectl get nodes --show-labels`), e.g. `NVIDIA-A100-SXM4-80GB`",
+                        );
+                    }
+                }
+            }
             // A known operator's problem is its `values`, where the API server reports it.
             if let Some(message) = problem {
                 if OPERATORS.contains(&op) {

@@ -12,7 +12,8 @@ crate::rule! {
     /// as the API server does; a Service's `targetPort` by name picks the first match.) No
     /// two ports of the pod's containers bind one `hostPort` with the same protocol and
     /// `hostIP` (the server's `Duplicate value: "TCP//9101"`); a `hostPort` the API server
-    /// fills in for `hostNetwork` pods is not counted.
+    /// fills in for `hostNetwork` pods is not counted. On the host's network (`hostNetwork:
+    /// true`) a main container's `hostPort`, when set, is its `containerPort`.
     ///
     /// Why it matters: the API server refuses the pod, or the Job or Deployment whose
     /// template holds it. Port names longer than 15 characters (`prometheus-metrics`) are
@@ -38,6 +39,13 @@ impl Rule for ContainerPorts {
         // `protocol/hostIP/hostPort` of the main containers' ports, as the API server's
         // `AccumulateUniqueHostPorts` keys them (the protocol defaulted to TCP).
         let mut host_ports = HashSet::new();
+        // `validatePodHostNetworkDeps`: on the host's network a main container's `hostPort`
+        // is its `containerPort` (defaulted to it when unset).
+        let host_network = doc
+            .pod_spec_path()
+            .and_then(|p| doc.at(&p))
+            .and_then(|spec| spec.get("hostNetwork"))
+            .is_some_and(|n| matches!(n.value, crate::yaml::Value::Bool(true)));
         for (path, container) in all_containers(doc) {
             let Some(ports) = container.get("ports") else {
                 continue;
@@ -64,6 +72,21 @@ impl Rule for ContainerPorts {
                             );
                         }
                     }
+                }
+                if host_network
+                    && path.list() == "containers"
+                    && let Some(node) = port.get("hostPort")
+                    && let Some(n) = int(node)
+                    && n != 0
+                    && let Some(c) = port.get("containerPort").and_then(int)
+                    && n != c
+                {
+                    report.at(
+                        key(&at(), "hostPort"),
+                        node,
+                        format!("`hostPort: {n}` is not the `containerPort` ({c}) of a pod on the host's network: the API server refuses it (must match `containerPort` when `hostNetwork` is true)"),
+                        "on the host's network the container's port is the node's: drop `hostPort`, or make it the `containerPort`",
+                    );
                 }
                 if let Some(node) = port.get("hostPort")
                     && let Some(n) = int(node)

@@ -8,7 +8,9 @@ crate::rule! {
     /// exactly one source (`fieldRef`, `resourceFieldRef`, `configMapKeyRef`,
     /// `secretKeyRef`, and `fileKeyRef` where the version has it); a `resourceFieldRef` names
     /// a resource the downward API exposes (`limits.`/`requests.` of `cpu`, `memory`,
-    /// `ephemeral-storage` or `hugepages-<size>`).
+    /// `ephemeral-storage` or `hugepages-<size>`); a `fieldRef` names a field the downward API
+    /// gives env (`validEnvDownwardAPIFieldPathExpressions`, or one label or annotation); every
+    /// `envFrom` entry names exactly one of `configMapRef` and `secretRef`.
     ///
     /// Why it matters: the API server refuses the pod, or the Job whose template holds it.
     /// Asking the downward API for the GPU count (`limits.nvidia.com/gpu`) is the usual slip:
@@ -37,6 +39,33 @@ const SOURCES: &[&str] = &[
     "fileKeyRef",
 ];
 
+/// The fields of the pod the downward API gives env (`validEnvDownwardAPIFieldPathExpressions`),
+/// besides one label or annotation (`metadata.labels['KEY']`, `metadata.annotations['KEY']`).
+const FIELD_PATHS: &[&str] = &[
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.uid",
+    "spec.nodeName",
+    "spec.serviceAccountName",
+    "status.hostIP",
+    "status.hostIPs",
+    "status.podIP",
+    "status.podIPs",
+];
+
+/// Whether env may read `path` from the downward API.
+fn is_env_field_path(path: &str) -> bool {
+    if FIELD_PATHS.contains(&path) {
+        return true;
+    }
+    let subscript = path
+        .strip_prefix("metadata.labels['")
+        .or_else(|| path.strip_prefix("metadata.annotations['"));
+    subscript
+        .and_then(|rest| rest.strip_suffix("']"))
+        .is_some_and(|key| !key.is_empty() && crate::kube::names::is_qualified_name(key))
+}
+
 /// Resources the downward API exposes to env (`validateContainerResourceFieldSelector`).
 fn is_exposed(resource: &str) -> bool {
     let Some(name) = resource
@@ -55,6 +84,29 @@ impl Rule for EnvValueFrom {
     fn check(&self, doc: &Document, out: &mut Findings) {
         let mut report = Report::new(doc, out);
         for (path, container) in all_containers(doc) {
+            for from in container.get("envFrom").map(items).unwrap_or_default() {
+                let named = ["configMapRef", "secretRef"]
+                    .iter()
+                    .filter(|k| from.get(k).is_some_and(|v| !matches!(v.value, Value::Null)))
+                    .count();
+                // The server names the list, not the entry (`ValidateEnvFrom`).
+                let at = key(&path.get(), "envFrom");
+                match named {
+                    0 => report.at(
+                        at,
+                        from,
+                        "an `envFrom` entry names no source: the API server refuses it (must specify one of `configMapRef` or `secretRef`)".into(),
+                        "name the ConfigMap or Secret to read, or remove the entry",
+                    ),
+                    1 => {}
+                    _ => report.at(
+                        at,
+                        from,
+                        "an `envFrom` entry names both `configMapRef` and `secretRef`: the API server refuses it (may not have more than one field specified at a time)".into(),
+                        "one source per entry: split it in two",
+                    ),
+                }
+            }
             let Some(env) = container.get("env") else {
                 continue;
             };
@@ -103,6 +155,21 @@ impl Rule for EnvValueFrom {
                         ),
                         "keep one source per variable",
                     ),
+                }
+                if let Some(node) = from.get("fieldRef").and_then(|r| r.get("fieldPath"))
+                    && let Some(field) = text(node)
+                    && !is_env_field_path(field)
+                {
+                    report.at(
+                        key(&key(&at, "fieldRef"), "fieldPath"),
+                        node,
+                        format!(
+                            "`fieldRef.fieldPath: {}` is not a field the downward API gives env: the API server refuses it (supported: {}, or one label or annotation as `metadata.labels['KEY']`)",
+                            shown(node, 60),
+                            FIELD_PATHS.join(", ")
+                        ),
+                        "the pod's phase and other status fields are not exposed: read them with the API, or not at all",
+                    );
                 }
                 if let Some(node) = from.get("resourceFieldRef").and_then(|r| r.get("resource"))
                     && let Some(resource) = text(node)

@@ -11,7 +11,8 @@ crate::rule! {
     /// `activeDeadlineSeconds` at least 1; `serviceAccountName`, `runtimeClassName` and
     /// `priorityClassName` DNS-1123 subdomains; `dnsPolicy: None` with a `dnsConfig`, at most
     /// three `nameservers`, each an IP address; `hostAliases` with an IP address and
-    /// DNS-1123 subdomain host names; not `shareProcessNamespace` together with `hostPID`.
+    /// DNS-1123 subdomain host names; not `shareProcessNamespace` together with `hostPID`;
+    /// `schedulingGates` named by qualified names, each once.
     ///
     /// Why it matters: the API server refuses the pod, or the Job whose template holds it.
     /// `runtimeClassName: nvidia_runtime` (an underscore) and `activeDeadlineSeconds: 0`
@@ -90,6 +91,38 @@ impl Rule for PodSpec {
                 && !is_dns1123_subdomain(name)
             {
                 report.at(key(&pod, field), node, format!("`{field}: {}` is not a valid name: the API server refuses it ({DNS1123_SUBDOMAIN})", shown(node, 80)), "");
+            }
+        }
+        // `validateSchedulingGates`: qualified names, each once; the server names the item.
+        let mut gates = std::collections::HashSet::new();
+        for (i, gate) in spec
+            .get("schedulingGates")
+            .map(items)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            let Some(name) = gate.get("name").and_then(text) else {
+                continue;
+            };
+            let at = index(&key(&pod, "schedulingGates"), i);
+            if !crate::kube::names::is_qualified_name(name) {
+                report.at(
+                    at,
+                    gate,
+                    format!(
+                        "scheduling gate `{}` is not a qualified name: the API server refuses it (a name of letters, digits, `-`, `_` and `.`, optionally prefixed by a DNS subdomain and `/`)",
+                        crate::diag::shown(name, 80)
+                    ),
+                    "name gates like labels, e.g. `example.com/quota`",
+                );
+            } else if !gates.insert(name) {
+                report.at(
+                    at,
+                    gate,
+                    format!("scheduling gate `{name}` is listed twice: the API server refuses it (Duplicate value)"),
+                    "",
+                );
             }
         }
         dns(&mut report, &pod, spec);

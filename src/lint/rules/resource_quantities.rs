@@ -10,7 +10,8 @@ crate::rule! {
     /// `kubernetes.io`, such as `nvidia.com/gpu`) is a whole number. (That an extended
     /// resource's request equals its limit is `gpu-limit`, TK301.) Each name is one a container
     /// can have: `cpu`, `memory`, `ephemeral-storage`, `hugepages-<size>`, or a qualified name
-    /// with a domain (the API server's `validateContainerResourceName`).
+    /// with a domain (the API server's `validateContainerResourceName`). Huge pages come with
+    /// a `cpu` or `memory` request or limit.
     ///
     /// Why it matters: the API server refuses the pod, or the Job whose template holds it
     /// (`must be less than or equal to memory limit`, `must be an integer`). A GPU limit of `0.5` or a memory request raised
@@ -126,6 +127,22 @@ impl Rule for ResourceQuantities {
             };
             let limits = resources.get("limits").map(entries).unwrap_or_default();
             let requests = resources.get("requests").map(entries).unwrap_or_default();
+            // `validateResourceRequirements`: huge pages come with cpu or memory.
+            let names: Vec<String> = limits
+                .iter()
+                .chain(requests)
+                .map(|(k, _)| key_text(k))
+                .collect();
+            if names.iter().any(|n| n.starts_with("hugepages-"))
+                && !names.iter().any(|n| n == "cpu" || n == "memory")
+            {
+                report.at(
+                    under(&path.get(), "resources"),
+                    resources,
+                    "huge pages without `cpu` or `memory`: the API server refuses it (HugePages require cpu or memory)".into(),
+                    "request (or limit) the memory the container uses besides its huge pages",
+                );
+            }
             let limits = valid(&mut report, &path, "limits", limits);
             let requests = valid(&mut report, &path, "requests", requests);
             for (name, node, request) in requests {

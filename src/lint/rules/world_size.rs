@@ -1,10 +1,11 @@
-use crate::lint::pods::env_values;
-use crate::lint::{Document, Finding, Findings, Rule, steps};
+use crate::lint::pods::{env_values, job_spec};
+use crate::lint::{Document, Finding, Findings, Rule};
 use crate::yaml::Value;
 
 crate::rule! {
-    /// What it checks: in an Indexed Job, the `WORLD_SIZE` and `NNODES` env values of every
-    /// container and init container that are integers written in the manifest: each must equal
+    /// What it checks: in an Indexed Job (or the Job of a JobSet's first replicated Job), the
+    /// `WORLD_SIZE` and `NNODES` env values of every container and init container that are
+    /// integers written in the manifest: each must equal
     /// `spec.completions`, the number of pods (nodes) the Job runs. Values from `valueFrom` or
     /// that expand `$(VAR)` are not findings.
     ///
@@ -27,14 +28,28 @@ crate::rule! {
 
 impl Rule for WorldSize {
     fn check(&self, doc: &Document, out: &mut Findings) {
-        let indexed = matches!(doc.at(&steps("spec.completionMode")).map(|n| &n.value), Some(Value::Str(m)) if m == "Indexed");
-        let Some(Value::Int(completions)) = doc.at(&steps("spec.completions")).map(|n| &n.value)
-        else {
+        // A Job, or the Job of a JobSet's first replicated Job (Indexed unless it says
+        // otherwise: JobSet's webhook defaults `completionMode` to Indexed).
+        let Some((_, spec)) = job_spec(doc) else {
             return;
         };
-        if doc.kind != "Job" || !indexed {
+        let jobset = doc.jobset_job_path().is_some();
+        let indexed = match spec.get("completionMode").map(|n| &n.value) {
+            Some(Value::Str(m)) => m == "Indexed",
+            None => jobset,
+            _ => false,
+        };
+        let Some(Value::Int(completions)) = spec.get("completions").map(|n| &n.value) else {
+            return;
+        };
+        if doc.kind == "CronJob" || !indexed {
             return;
         }
+        let field = if jobset {
+            "spec.replicatedJobs[0].template.spec.completions"
+        } else {
+            "spec.completions"
+        };
         for env in env_values(doc) {
             if env.name != "WORLD_SIZE" && env.name != "NNODES" {
                 continue;
@@ -50,7 +65,7 @@ impl Rule for WorldSize {
             let var_name = env.name;
             out.push(Finding {
                 message: format!(
-                    "{}: {var_name} of container `{}` is {found}, but the Indexed Job runs {completions} pods (`spec.completions`)",
+                    "{}: {var_name} of container `{}` is {found}, but the Indexed Job runs {completions} pods (`{field}`)",
                     doc.label(),
                     env.container
                 ),
