@@ -164,10 +164,14 @@ fn compile_loaded(
         .iter()
         .map(|r| format!("---\n{}", r.text))
         .collect();
+    // A pod the request runs as a non-root user must meet `restricted`, as admission checks it.
+    let restricted = plan.job.pod.security_context.is_some();
     let objects =
-        verify(&rendered, &yaml, opts.kube_version).map_err(|diagnostics| Failure::Output {
-            diagnostics,
-            rendered: Some(yaml.clone()),
+        verify(&rendered, &yaml, opts.kube_version, restricted).map_err(|diagnostics| {
+            Failure::Output {
+                diagnostics,
+                rendered: Some(yaml.clone()),
+            }
         })?;
     Ok(Compiled {
         plan,
@@ -204,12 +208,14 @@ fn plan_loaded(
 }
 
 /// Parse the rendered stream back, once: each template's object is checked strictly against
-/// its kind in `version`, then the project's own lint runs over the whole stream. A template
-/// author's mistake is reported with the template's name and never reaches kubectl.
+/// its kind in `version`, then the project's own lint runs over the whole stream, with the
+/// `restricted` Pod Security Standard when `restricted`. A template author's mistake is
+/// reported with the template's name and never reaches kubectl.
 pub fn verify(
     rendered: &[Rendered],
     yaml: &str,
     version: KubeVersion,
+    restricted: bool,
 ) -> Result<Vec<Json>, Vec<Diagnostic>> {
     let source = Source::new(RENDERED, yaml);
     // The template whose output holds a byte offset of the stream.
@@ -296,7 +302,7 @@ pub fn verify(
     if !errors.is_empty() {
         return Err(errors);
     }
-    self_lint(&source, &stream)?;
+    self_lint(&source, &stream, restricted)?;
     // The tree becomes the objects: nothing of it is copied.
     Ok(stream
         .documents
@@ -377,10 +383,19 @@ fn check_custom(
 
 /// The project's own lint over the rendered stream (the strict schemas ran already), on the
 /// same parse.
-fn self_lint(source: &Source, stream: &yaml::Stream) -> Result<(), Vec<Diagnostic>> {
+fn self_lint(
+    source: &Source,
+    stream: &yaml::Stream,
+    restricted: bool,
+) -> Result<(), Vec<Diagnostic>> {
+    use crate::kube::pod_security::{Level, PodSecurity};
     let selection = crate::lint::Selection {
         select: Vec::new(),
         ignore: vec!["strict-schema".into()],
+        pod_security: restricted.then_some(PodSecurity {
+            level: Level::Restricted,
+            version: None,
+        }),
         ..Default::default()
     };
     let lint_errors: Vec<Diagnostic> = crate::lint::lint_parsed(source, &selection, stream)

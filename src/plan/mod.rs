@@ -541,6 +541,10 @@ pub struct Pod {
     pub share_process_namespace: bool,
     /// Set for a tier C pod: the time its uploader has for the final upload once stopped.
     pub termination_grace_period_seconds: Option<u32>,
+    /// The request's user: set, the pod and every container meet the `restricted` Pod
+    /// Security Standard (`runAsNonRoot`, `seccompProfile: RuntimeDefault`, no privilege
+    /// escalation, every capability dropped).
+    pub security_context: Option<crate::request::SecurityContext>,
     pub init_containers: Vec<Container>,
     pub containers: Vec<Container>,
     pub volumes: Vec<Volume>,

@@ -453,6 +453,7 @@ impl<'a> Layout<'a> {
             image_pull_secrets,
             share_process_namespace: self.share_process_namespace,
             termination_grace_period_seconds: self.termination_grace_period_seconds,
+            security_context: spec.security_context.clone(),
             init_containers: self.init_containers,
             containers,
             volumes: self.volumes,

@@ -229,6 +229,12 @@ fn within_bounds(request: &ActionRequest) -> bool {
         && within(spec.retries.disruptions, 0, 1000)
         && spec.retries.fatal_exit_codes.len() <= 255
         && !spec.retries.fatal_exit_codes.contains(&0)
+        && spec.security_context.as_ref().is_none_or(|s| {
+            const MAX: u32 = i32::MAX as u32;
+            (1..=MAX).contains(&s.run_as_user)
+                && within(s.run_as_group, 0, MAX)
+                && within(s.fs_group, 0, MAX)
+        })
         && within(spec.resources.nodes, 1, 1000)
         && spec.resources.gpus_per_node <= 1024
         && within(rendezvous.and_then(|r| r.port).map(u32::from), 1024, 65535)

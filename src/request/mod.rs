@@ -113,6 +113,10 @@ pub struct Spec {
     /// What a failed pod costs: disruptions retried, exit codes that end the run at once.
     #[serde(default)]
     pub retries: Retries,
+    /// The user the pods run as. Set, every pod meets the `restricted` Pod Security Standard;
+    /// unset, they run as the image's user (root for TAO images).
+    #[serde(default)]
+    pub security_context: Option<SecurityContext>,
     /// Multi-node rendezvous.
     #[serde(default)]
     pub rendezvous: Option<Rendezvous>,
@@ -435,6 +439,26 @@ pub struct Retries {
     #[serde(default)]
     #[schemars(length(max = 255), inner(range(min = 1, max = 255)))]
     pub fatal_exit_codes: Vec<u8>,
+}
+
+/// The user the pods run as, which lets them meet the `restricted` Pod Security Standard:
+/// not root, no privilege escalation, no capabilities, the runtime's default seccomp profile.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema, serde::Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SecurityContext {
+    /// A uid other than 0 that the image runs as (it must be able to read the image's files
+    /// and write its outputs).
+    #[schemars(range(min = 1, max = 2147483647))]
+    pub run_as_user: u32,
+    /// The primary group of its processes.
+    #[serde(default)]
+    #[schemars(range(max = 2147483647))]
+    pub run_as_group: Option<u32>,
+    /// The group that owns mounted volumes that support it (a PVC), so that the user can
+    /// write the results.
+    #[serde(default)]
+    #[schemars(range(max = 2147483647))]
+    pub fs_group: Option<u32>,
 }
 
 /// Scheduling constraints, copied through to the pod.
