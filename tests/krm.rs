@@ -171,6 +171,32 @@ fn function_config_sets_the_namespace_and_the_kubernetes_version() {
     );
     list["functionConfig"]["data"] = json!({"kubeVersion": "1.12"});
     assert_eq!(krm(&[], &list.to_string()).code, Some(1));
+
+    // `target: jobset`, as `render --target jobset`; another target is refused by name.
+    list["functionConfig"]["data"] = json!({"target": "jobset"});
+    let r = krm(&[], &list.to_string());
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let out = parse(&r.stdout);
+    let kinds: Vec<&str> = out["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"JobSet") && !kinds.contains(&"Job"),
+        "{kinds:?}"
+    );
+    list["functionConfig"]["data"] = json!({"target": "deployment"});
+    let r = krm(&[], &list.to_string());
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stdout.contains(
+            "functionConfig.data.target is `deployment`: expected `indexed-job` or `jobset`"
+        ),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]
