@@ -352,7 +352,7 @@ resources_gate() {
     [ -n "$owners" ] || continue
     case " $owners " in
       *" JobSet/$job "*) ;;
-      *) die "a $kind $name exists that the JobSet $job did not create: the JobSet would run beside it under its name; delete it, or render the request under another metadata.name" ;;
+      *) die "a $kind $name exists that the JobSet $job did not create: the JobSet would take it for its own (a Service) or fail to create it (a Job); delete it, or render the request under another metadata.name" ;;
     esac
   done 3<<EOF
 service $child_service
