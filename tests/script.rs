@@ -3492,6 +3492,16 @@ fn a_jobset_bundle_submits_reports_status_and_cancels() {
     let pod = &stored["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
     assert_eq!(pod["metadata"]["labels"]["tao-k8s.io/job-record"], id);
 
+    // A second submit while it runs is refused by the job gate, touching nothing.
+    let again = s.run("jobset-cluster", &[], &["submit"]);
+    again.assert_code(1);
+    again.assert_stderr(&format!(
+        "tao-k8s: gate job: refused: the JobSet default/{js} exists (active, created by job record {id}): \
+         job.sh status shows it"
+    ));
+    assert_eq!(again.mutations(), Vec::<String>::new());
+    assert_eq!(s.record_id(), id, "no record opened");
+
     // Running: the JobSet's pods, found by the record.
     let run = s.run("jobset-cluster", &[], &["status"]);
     run.assert_code(0);

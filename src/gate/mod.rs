@@ -30,6 +30,8 @@ pub const MULTI_POD_MINOR: u32 = 28;
 /// What the gates need of the manifest: its Job.
 #[derive(Debug, Clone)]
 pub struct Workload {
+    /// `Job`, or `JobSet`: what `job` names, in messages.
+    pub kind: String,
     pub namespace: String,
     pub job: String,
     /// Pods that run at once (`parallelism`, at most `completions`).
@@ -109,6 +111,7 @@ impl Workload {
             parsed.metadata.namespace
         };
         Ok(Workload {
+            kind: job["kind"].as_str().unwrap_or("Job").to_string(),
             namespace,
             job: parsed.metadata.name,
             pods,
@@ -260,7 +263,11 @@ fn job_gate(
     let name = format!("{}/{}", work.namespace, work.job);
     let Some(job) = &cluster.job else {
         return (
-            Verdict::new("job", Outcome::Pass, format!("no Job {name} exists yet")),
+            Verdict::new(
+                "job",
+                Outcome::Pass,
+                format!("no {} {name} exists yet", work.kind),
+            ),
             None,
         );
     };
@@ -282,9 +289,10 @@ fn job_gate(
                 "job",
                 Outcome::Refuse,
                 format!(
-                    "the Job {name} exists ({}, {owner}): --replace deletes only a Job that this \
+                    "the {} {name} exists ({}, {owner}): --replace deletes only a Job that this \
                      bundle's job records created; render the request under another \
                      metadata.name to run beside it",
+                    work.kind,
                     job.state()
                 ),
             ),
@@ -303,8 +311,9 @@ fn job_gate(
                 "job",
                 Outcome::Pass,
                 format!(
-                    "the Job {name} exists ({}, {owner}): --replace deletes it, with its \
+                    "the {} {name} exists ({}, {owner}): --replace deletes it, with its \
                  pods and logs, and submits the bundle again under a new job record",
+                    work.kind,
                     job.state()
                 ),
             ),
@@ -323,8 +332,9 @@ fn job_gate(
         "job",
         Outcome::Refuse,
         format!(
-            "the Job {name} exists ({}, {owner}): {what}; to run beside it, render the request \
+            "the {} {name} exists ({}, {owner}): {what}; to run beside it, render the request \
              under another metadata.name",
+            work.kind,
             job.state()
         ),
     );
