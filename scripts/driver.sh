@@ -12,6 +12,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=/dev/null
 . "$here/job.env"
 
+# What kubectl gets and deletes for the workload (a Job, or a JobSet).
+resource=job
+[ "$workload" != JobSet ] || resource=jobsets.jobset.x-k8s.io
 manifest_file="$here/manifest.yaml"
 probe_file="$here/nccl-probe.yaml"
 record_file="$here/record-id"

@@ -153,14 +153,13 @@ fn a_fatal_exit_code_fails_the_jobset_and_other_failures_restart_it() {
 #[test]
 fn rendered_jobsets_lint_clean_and_a_wrong_master_addr_is_caught() {
     for name in MULTI_NODE {
-        let yaml = compile(name, &jobset_opts()).yaml;
+        let compiled = compile(name, &jobset_opts());
+        let (yaml, plan) = (compiled.yaml, compiled.plan);
         tao()
             .args(["lint", "--strict-kinds", "-"])
             .write_stdin(yaml.clone())
             .assert()
             .success();
-        let js = compile(name, &jobset_opts());
-        let plan = js.plan;
         let leader = plan.names.leader.clone().unwrap();
         let wrong = yaml.replace(&leader, &format!("{}-0", plan.names.job));
         assert_ne!(wrong, yaml);
@@ -231,8 +230,11 @@ fn indent_takes_blocks_not_values_and_safe_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let request = format!("{ROOT}/fixtures/requests/valid/multi-node-2.yaml");
     for (text, says) in [
-        ("{{ names.job|indent(2) }}", "indent"),
-        ("{{ names.job|safe }}", "safe"),
+        (
+            "{{ names.job|indent(2) }}",
+            "`indent` indents a block's own output",
+        ),
+        ("{{ names.job|safe }}", "`safe` is refused"),
     ] {
         std::fs::write(dir.path().join("configmap.yaml.j2"), format!("x: {text}\n")).unwrap();
         std::fs::write(

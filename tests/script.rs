@@ -3448,7 +3448,6 @@ fn a_jobset_bundle_submits_reports_status_and_cancels() {
     let env = fs::read_to_string(s.path("bundle/job.env")).unwrap();
     assert!(
         env.contains("workload='JobSet'")
-            && env.contains("resource='jobsets.jobset.x-k8s.io'")
             && env.contains(&format!("child_job='{js}-workers-0'"))
             && env.contains(&format!("child_service='{js}'"))
             && env.contains("service=''"),

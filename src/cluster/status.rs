@@ -25,34 +25,34 @@ pub fn state(job: &Job) -> &'static str {
 /// The status text: a line for the Job, a line per pod.
 pub fn text(job: &Job, pods: &[Pod]) -> String {
     let s = &job.status;
-    let mut out = if job.kind == "JobSet" {
-        // A JobSet counts Jobs and restarts, not pods: its pods are counted here.
+    // A JobSet counts Jobs and restarts, not pods: its pods are counted here.
+    let (kind, restarts, active, succeeded, failed) = if job.kind == "JobSet" {
         let phase = |p: &[&str]| {
             pods.iter()
                 .filter(|pod| p.contains(&pod.status.phase.as_str()))
-                .count()
+                .count() as u64
         };
-        format!(
-            "JobSet {}/{}: {} (restarts {}; pods active {}, succeeded {}, failed {})\n",
-            printable(&job.metadata.namespace),
-            printable(&job.metadata.name),
-            state(job),
-            s.restarts,
+        let counts = (
             phase(&["Pending", "Running"]),
             phase(&["Succeeded"]),
-            phase(&["Failed"])
+            phase(&["Failed"]),
+        );
+        (
+            "JobSet ",
+            format!("restarts {}; pods ", s.restarts),
+            counts.0,
+            counts.1,
+            counts.2,
         )
     } else {
-        format!(
-            "{}/{}: {} (active {}, succeeded {}, failed {})\n",
-            printable(&job.metadata.namespace),
-            printable(&job.metadata.name),
-            state(job),
-            s.active,
-            s.succeeded,
-            s.failed
-        )
+        ("", String::new(), s.active, s.succeeded, s.failed)
     };
+    let mut out = format!(
+        "{kind}{}/{}: {} ({restarts}active {active}, succeeded {succeeded}, failed {failed})\n",
+        printable(&job.metadata.namespace),
+        printable(&job.metadata.name),
+        state(job),
+    );
     let mut sorted: Vec<&Pod> = pods.iter().collect();
     sorted.sort_by_key(|p| (index(p).unwrap_or(u64::MAX), p.metadata.name.clone()));
     for pod in sorted {

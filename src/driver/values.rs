@@ -18,8 +18,6 @@ pub struct JobValues {
     pub job: String,
     /// `Job`, or `JobSet` (`render --target jobset`).
     pub workload: String,
-    /// What kubectl gets, creates and deletes for it: `job`, or `jobsets.jobset.x-k8s.io`.
-    pub resource: String,
     /// The Job and the headless Service a JobSet creates (not the driver): empty for a Job.
     /// They must not exist when it starts, unless that JobSet made them.
     pub child_job: String,
@@ -75,12 +73,6 @@ impl JobValues {
                 "JobSet"
             } else {
                 "Job"
-            }
-            .into(),
-            resource: if plan.job_set.is_some() {
-                "jobsets.jobset.x-k8s.io"
-            } else {
-                "job"
             }
             .into(),
             child_job: plan.names.child_job.clone().unwrap_or_default(),
@@ -160,7 +152,6 @@ impl JobValues {
         let assignments = [
             ("job", one(&self.job)),
             ("workload", one(&self.workload)),
-            ("resource", one(&self.resource)),
             ("child_job", one(&self.child_job)),
             ("child_service", one(&self.child_service)),
             ("service", one(&self.service)),
