@@ -208,7 +208,14 @@ fn catalogue(text: &str, out: &mut Vec<Finding>) {
                 true => is_placeholder(m.as_str()),
                 false => dismiss::dismissed(m.as_str()).is_some(),
             };
-            if !address && !safe {
+            // A provider token has its provider's length: one glued to more letters or
+            // digits is part of a longer run (a digest that starts like `4b1d…`).
+            let glued = shape == VENDOR
+                && text[m.end()..]
+                    .bytes()
+                    .next()
+                    .is_some_and(|b| b.is_ascii_alphanumeric());
+            if !address && !safe && !glued {
                 push(out, catalogue_finding(shape, m.as_str(), m.range()));
             }
         }
@@ -511,6 +518,21 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_digest_that_starts_like_a_provider_token_is_not_one() {
+        // A config spec's sha256, which render puts in an annotation and an env value.
+        let digest = "4b1d19f0594fda52456f2689ae1cdc1c3a3886bcd4dd7b75a950359cf39aa72b";
+        assert_eq!(scan_text(digest), []);
+        assert_eq!(
+            scan_text(&format!("tao-k8s.io/config-sha256: {digest}")),
+            []
+        );
+        // The token itself, of its provider's length, is still found.
+        let token = &digest[..42];
+        assert_eq!(scan_text(token).len(), 1, "{token}");
+        assert_eq!(scan_text(&format!("key: {token} end")).len(), 1);
+    }
 
     /// 40 distinct sequential chars `A..Q a..m 0..9`: obviously fake, but AWS-secret-shaped.
     fn seq40() -> String {
