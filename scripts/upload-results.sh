@@ -26,6 +26,15 @@
 #                               (default 300)
 #   TAO_K8S_PROC                main-exit: the process table (default /proc)
 #   TAO_K8S_POLL_SECONDS        optional: how often to look (default 5)
+#   TAO_K8S_KEEP_LOGS           optional: 1 = the action's log is kept, in
+#                               <dir>/logs/<TAO_K8S_RECORD>/rank-<NODE_RANK>.log; every rank
+#                               uploads its own to <uri>logs/<record>/rank-<i>.log, also
+#                               while the action runs
+#   TAO_K8S_RECORD              the job record of the pod (its label); "unrecorded" when empty
+#   TAO_K8S_SYNC_DIR            optional: the checkpoints' directory, sent while the action runs
+#   TAO_K8S_SYNC_URI            optional: where to, s3://bucket/prefix/ (rank 0 or per-rank
+#                               uploaders only: the ranks that upload results)
+#   TAO_K8S_SYNC_SECONDS        how often to send the log and checkpoints (default 300)
 set -u
 # First of all: a SIGTERM that comes early still leads to the upload.
 stop=
@@ -38,6 +47,11 @@ per_rank="${TAO_K8S_UPLOAD_PER_RANK:-}"
 start_window="${TAO_K8S_MAIN_START_SECONDS:-300}"
 proc="${TAO_K8S_PROC:-/proc}"
 poll="${TAO_K8S_POLL_SECONDS:-5}"
+keep_logs="${TAO_K8S_KEEP_LOGS:-}"
+record="${TAO_K8S_RECORD:-}"
+sync_dir="${TAO_K8S_SYNC_DIR:-}"
+sync_uri="${TAO_K8S_SYNC_URI:-}"
+sync_every="${TAO_K8S_SYNC_SECONDS:-300}"
 
 if [ -z "$results_dir" ] || [ -z "$uri" ]; then
   echo "tao-k8s: TAO_K8S_RESULTS_DIR and TAO_K8S_RESULTS_URI must both be set to upload results" >&2
@@ -69,6 +83,12 @@ case "$start_window" in
     exit 1
     ;;
 esac
+case "$sync_every" in
+  '' | 0 | *[!0-9]*)
+    echo "tao-k8s: TAO_K8S_SYNC_SECONDS is '$sync_every', not a whole number of seconds" >&2
+    exit 1
+    ;;
+esac
 case "$uri" in
   */) ;;
   *) uri="$uri/" ;;
@@ -81,6 +101,34 @@ elif [ -z "$rank" ] || [ "$rank" -eq 0 ]; then
 else
   dest=
 fi
+
+# The kept log of this rank, and where it goes.
+log_file="$results_dir/logs/${record:-unrecorded}/rank-${rank:-0}.log"
+log_uri="${uri}logs/${record:-unrecorded}/rank-${rank:-0}.log"
+# Only the ranks that upload results send the checkpoints.
+[ -n "$dest" ] || sync_dir=
+
+# Sends the kept log and the checkpoints so far; a failure is said and retried next time.
+send() {
+  if [ "$keep_logs" = 1 ] && [ -f "$log_file" ]; then
+    aws s3 cp --no-progress --only-show-errors "$log_file" "$log_uri" ||
+      echo "tao-k8s: sending the log $log_file to $log_uri failed" >&2
+  fi
+  if [ -n "$sync_dir" ] && [ -n "$sync_uri" ] && [ -d "$sync_dir" ]; then
+    aws s3 sync --no-progress --only-show-errors "$sync_dir" "$sync_uri" ||
+      echo "tao-k8s: sending the checkpoints in $sync_dir to $sync_uri failed" >&2
+  fi
+}
+last_sync=$(date +%s)
+# Sends them when the last time is TAO_K8S_SYNC_SECONDS ago.
+maybe_send() {
+  if [ "$keep_logs" = 1 ] || [ -n "$sync_dir" ]; then
+    if [ $(($(date +%s) - last_sync)) -ge "$sync_every" ]; then
+      send
+      last_sync=$(date +%s)
+    fi
+  fi
+}
 
 # Sleeps one poll; a trapped signal ends `wait` at once, and the sleep with it.
 nap() {
@@ -116,6 +164,7 @@ if [ "$on" = sigterm ]; then
   echo "tao-k8s: waiting for the action's container to end"
   while [ -z "$stop" ]; do
     nap
+    maybe_send
   done
   echo "tao-k8s: stopped by the kubelet: the action's container ended, or the pod is being deleted"
 else
@@ -140,12 +189,25 @@ else
       break
     fi
     nap
+    maybe_send
   done
   if [ -n "$stop" ]; then
     echo "tao-k8s: asked to stop: uploading what the action wrote so far"
   fi
 fi
 
+# Every rank's kept log reaches <uri>logs/, where job.sh logs reads it; the ranks that
+# upload results to <uri> send it with them.
+if [ "$keep_logs" = 1 ] && [ "$dest" != "$uri" ]; then
+  if [ ! -f "$log_file" ]; then
+    echo "tao-k8s: no log was kept in $log_file"
+  elif aws s3 cp --no-progress "$log_file" "$log_uri"; then
+    echo "tao-k8s: uploaded the log $log_file to $log_uri"
+  else
+    echo "tao-k8s: uploading the log $log_file to $log_uri failed" >&2
+    [ -z "$dest" ] && exit 1
+  fi
+fi
 if [ -z "$dest" ]; then
   echo "tao-k8s: rank $rank does not upload results"
   exit 0

@@ -61,6 +61,8 @@ codes! {
     NAME = "TK017", "name";
     /// A storage layout that makes no sense.
     STORAGE = "TK018", "storage";
+    /// A checkpoint directory, pattern or resume option that cannot work.
+    CHECKPOINT = "TK019", "checkpoint";
     /// Lint: a suppression annotation that suppresses nothing.
     UNUSED_SUPPRESSION = "TK020", "unused-suppression";
     /// Lint: a document that is not a Kubernetes object, or of a kind with no schema at hand

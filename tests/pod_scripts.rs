@@ -48,9 +48,15 @@ fn every_script_parses_as_shipped() {
         "verify-config.sh",
         "upload-results.sh",
         "wait-for-rendezvous.sh",
+        "run-action.sh",
     ] {
         let script = shipped(name);
         assert!(!script.contains("\n#"), "{name}");
+        // The kubelet expands `$(NAME)` in a container's command, and turns `$$` into `$`.
+        assert!(
+            !script.contains("$$"),
+            "{name} holds `$$`, which the kubelet makes `$`"
+        );
         let out = Command::new("sh")
             .args(["-n", "-c", &script])
             .output()
@@ -642,4 +648,288 @@ fn the_uploader_rejects_bad_inputs_at_once() {
         assert!(stderr(&out).starts_with("tao-k8s: "), "{}", stderr(&out));
     }
     assert!(pod.aws_calls().is_empty());
+}
+
+// ---- run-action.sh ----
+
+/// The wrapper with the action's argv, inputs from `env` only.
+fn run_action(argv: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Command {
+    let mut cmd = sh("run-action.sh", &["tao-k8s-run-action"]);
+    cmd.args(argv);
+    for name in [
+        "TAO_K8S_LOG_DIR",
+        "TAO_K8S_RECORD",
+        "TAO_K8S_POD",
+        "NODE_RANK",
+        "TAO_K8S_CHECKPOINT_DIR",
+        "TAO_K8S_CHECKPOINT_PATTERN",
+        "TAO_K8S_RESUME_ARG",
+        "TAO_K8S_RESUME_ENV",
+    ] {
+        cmd.env_remove(name);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+fn os(s: &str) -> &std::ffi::OsStr {
+    std::ffi::OsStr::new(s)
+}
+
+#[test]
+fn a_kept_log_holds_what_the_container_log_shows_and_the_action_s_exit_code_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("results/logs");
+    let env = [
+        ("TAO_K8S_LOG_DIR", logs.as_os_str()),
+        ("TAO_K8S_RECORD", os("tao-20261206-abc")),
+        ("TAO_K8S_POD", os("dino-train-0-x7k2p")),
+        ("NODE_RANK", os("1")),
+        ("TMPDIR", dir.path().as_os_str()),
+    ];
+    let action = "echo epoch 1; echo 'Traceback: boom' >&2; exit 3";
+    let out = run_action(&["sh", "-c", action], &env).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    // The container's log gets both streams (the runtime merges them too), nothing added.
+    assert_eq!(stdout(&out), "epoch 1\nTraceback: boom\n");
+    assert_eq!(stderr(&out), "");
+    let kept = std::fs::read_to_string(logs.join("tao-20261206-abc/rank-1.log")).unwrap();
+    let (header, rest) = kept.split_once('\n').unwrap();
+    assert!(
+        header.starts_with("== tao-k8s: pod dino-train-0-x7k2p started 20")
+            && header.ends_with("Z =="),
+        "{header}"
+    );
+    assert_eq!(rest, "epoch 1\nTraceback: boom\n");
+
+    // A retried pod of the same rank appends after its own header.
+    let out = run_action(&["sh", "-c", "echo epoch 2"], &env)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let kept = std::fs::read_to_string(logs.join("tao-20261206-abc/rank-1.log")).unwrap();
+    assert_eq!(kept.matches("== tao-k8s: pod ").count(), 2, "{kept}");
+    assert!(kept.ends_with("epoch 2\n"), "{kept}");
+    assert!(
+        !dir.path().join("tao-k8s-log-fifo").exists(),
+        "the FIFO is removed"
+    );
+}
+
+#[test]
+fn the_action_s_argv_reaches_it_word_for_word() {
+    let dir = tempfile::tempdir().unwrap();
+    let words = ["a b", "$(id)", "x;y", "'q'", "*", ""];
+    let mut argv = vec!["printf", "[%s]\n"];
+    argv.extend(words);
+    for logs in [false, true] {
+        let log_dir = dir.path().join("logs");
+        let mut env = vec![("TMPDIR", dir.path().as_os_str())];
+        if logs {
+            env.push(("TAO_K8S_LOG_DIR", log_dir.as_os_str()));
+        }
+        let out = run_action(&argv, &env).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let want: String = words.iter().map(|w| format!("[{w}]\n")).collect();
+        assert_eq!(stdout(&out), want, "logs kept: {logs}");
+    }
+    // Without a job record the log still has a home.
+    assert!(dir.path().join("logs/unrecorded/rank-0.log").is_file());
+}
+
+#[test]
+fn a_retried_pod_resumes_from_the_newest_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("ckpt");
+    std::fs::create_dir(&ckpt).unwrap();
+    let show = [
+        "sh",
+        "-c",
+        r#"printf '%s|' "$@"; echo "env=${TAO_RESUME_CHECKPOINT:-}""#,
+        "action",
+        "train",
+    ];
+    let base = [
+        ("TAO_K8S_CHECKPOINT_DIR", ckpt.as_os_str()),
+        ("TAO_K8S_CHECKPOINT_PATTERN", os("*.pth")),
+    ];
+    let with = |extra: (&'static str, &'static std::ffi::OsStr)| {
+        let mut env = base.to_vec();
+        env.push(extra);
+        run_action(&show, &env).output().unwrap()
+    };
+    // None yet: the first attempt starts from the beginning.
+    let first = with((
+        "TAO_K8S_RESUME_ARG",
+        os("train.resume_training_checkpoint_path"),
+    ));
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert_eq!(
+        stdout(&first),
+        format!(
+            "tao-k8s: no checkpoint matches *.pth in {}: the action starts from the beginning\ntrain|env=\n",
+            ckpt.display()
+        )
+    );
+
+    let old = ckpt.join("model_epoch_001.pth");
+    let new = ckpt.join("model_epoch_002.pth");
+    std::fs::write(&old, "1").unwrap();
+    std::fs::write(&new, "2").unwrap();
+    std::fs::write(ckpt.join("status.json"), "{}").unwrap();
+    let past = std::time::SystemTime::now() - Duration::from_secs(600);
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(past)
+        .unwrap();
+
+    let by_arg = with((
+        "TAO_K8S_RESUME_ARG",
+        os("train.resume_training_checkpoint_path"),
+    ));
+    assert_eq!(
+        stdout(&by_arg),
+        format!(
+            "tao-k8s: resuming from {new} (train.resume_training_checkpoint_path)\ntrain|train.resume_training_checkpoint_path={new}|env=\n",
+            new = new.display()
+        )
+    );
+    let by_env = with(("TAO_K8S_RESUME_ENV", os("TAO_RESUME_CHECKPOINT")));
+    assert_eq!(
+        stdout(&by_env),
+        format!(
+            "tao-k8s: resuming from {new} (variable TAO_RESUME_CHECKPOINT)\ntrain|env={new}\n",
+            new = new.display()
+        )
+    );
+}
+
+#[test]
+fn sigterm_reaches_the_action_through_the_wrapper() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    let env = [
+        ("TAO_K8S_LOG_DIR", logs.as_os_str()),
+        ("TMPDIR", dir.path().as_os_str()),
+    ];
+    let action = "trap 'echo saving a checkpoint; exit 143' TERM; echo started; while :; do sleep 0.05; done";
+    let mut run = Running::start(run_action(&["sh", "-c", action], &env));
+    run.expect("started");
+    // The kubelet's SIGTERM goes to the container's PID 1: here, the wrapper.
+    run.signal("TERM");
+    let (code, lines, err) = run.finish();
+    assert_eq!(code, Some(143), "{err}");
+    assert_eq!(lines, ["started", "saving a checkpoint"]);
+    let kept = std::fs::read_to_string(logs.join("unrecorded/rank-0.log")).unwrap();
+    assert!(kept.ends_with("started\nsaving a checkpoint\n"), "{kept}");
+}
+
+#[test]
+fn a_log_that_cannot_be_kept_does_not_stop_the_action() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("not-a-dir");
+    std::fs::write(&file, "").unwrap();
+    let env = [
+        ("TAO_K8S_LOG_DIR", file.as_os_str()),
+        ("TMPDIR", dir.path().as_os_str()),
+    ];
+    let out = run_action(&["sh", "-c", "echo trained; exit 0"], &env)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "trained\n");
+    assert!(
+        stderr(&out).ends_with(&format!(
+            "tao-k8s: cannot keep the log in {}/unrecorded/rank-0.log: the action runs without it\n",
+            file.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn every_rank_uploads_its_kept_log_and_rank_zero_sends_checkpoints_as_it_runs() {
+    let pod = Pod::new();
+    let log = pod.path("results/logs/tao-r1/rank-1.log");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(&log, "rank 1 says\n").unwrap();
+    // A rank that uploads no results still sends its log, to where job.sh logs reads it.
+    let out = pod
+        .upload(&[
+            ("NODE_RANK", "1"),
+            ("TAO_K8S_KEEP_LOGS", "1"),
+            ("TAO_K8S_RECORD", "tao-r1"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        pod.aws_calls(),
+        [
+            "s3",
+            "cp",
+            "--no-progress",
+            &log.display().to_string(),
+            "s3://fake-bucket/runs/42/logs/tao-r1/rank-1.log"
+        ]
+    );
+
+    // Rank 0, a native sidecar: the checkpoints and its log go up while the action runs.
+    std::fs::remove_file(pod.path("aws.log")).unwrap();
+    let ckpt = pod.path("results/ckpt");
+    std::fs::create_dir(&ckpt).unwrap();
+    let log0 = pod.path("results/logs/tao-r1/rank-0.log");
+    std::fs::write(&log0, "rank 0 says\n").unwrap();
+    let mut up = Running::start(pod.upload(&[
+        ("TAO_K8S_UPLOAD_ON", "sigterm"),
+        ("NODE_RANK", "0"),
+        ("TAO_K8S_KEEP_LOGS", "1"),
+        ("TAO_K8S_RECORD", "tao-r1"),
+        ("TAO_K8S_SYNC_DIR", &ckpt.display().to_string()),
+        ("TAO_K8S_SYNC_URI", "s3://fake-bucket/runs/42/ckpt/"),
+        ("TAO_K8S_SYNC_SECONDS", "1"),
+    ]));
+    up.expect("tao-k8s: waiting for the action's container to end");
+    let sync = [
+        "s3",
+        "sync",
+        "--no-progress",
+        "--only-show-errors",
+        &ckpt.display().to_string(),
+        "s3://fake-bucket/runs/42/ckpt/",
+    ]
+    .map(str::to_owned);
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    while !pod.aws_calls().windows(6).any(|w| w == sync) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no sync: {:?}",
+            pod.aws_calls()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    up.signal("TERM");
+    let (code, _, err) = up.finish();
+    assert_eq!(code, Some(0), "{err}");
+    let calls = pod.aws_calls();
+    let log_send = [
+        "s3",
+        "cp",
+        "--no-progress",
+        "--only-show-errors",
+        &log0.display().to_string(),
+        "s3://fake-bucket/runs/42/logs/tao-r1/rank-0.log",
+    ]
+    .map(str::to_owned);
+    assert!(calls.windows(6).any(|w| w == log_send), "{calls:?}");
+    // The final upload of the results carries rank 0's log: it is not sent twice at the end.
+    assert!(
+        calls.ends_with(&pod.expected_call("s3://fake-bucket/runs/42/")),
+        "{calls:?}"
+    );
 }

@@ -56,6 +56,18 @@ pub const MIN_KUBE_ANNOTATION: &str = "tao-k8s.io/min-kube-version";
 /// Pod-side scripts of config staging and tier C, constants of the project.
 pub const VERIFY_CONFIG_SCRIPT: &str = include_str!("../../scripts/verify-config.sh");
 pub const UPLOAD_RESULTS_SCRIPT: &str = include_str!("../../scripts/upload-results.sh");
+/// The wrapper in front of the action when its logs are kept or it resumes from checkpoints.
+pub const RUN_ACTION_SCRIPT: &str = include_str!("../../scripts/run-action.sh");
+/// The name the wrapper runs under (its `$0`).
+pub const RUN_ACTION_NAME: &str = "tao-k8s-run-action";
+/// Kept logs go to `<resultsDir>/logs/<job record>/rank-<i>.log`.
+pub const LOGS_SUBDIR: &str = "logs";
+/// The downward-API path of the job record the driver stamps on the pods.
+pub const RECORD_FIELD: &str = "metadata.labels['tao-k8s.io/job-record']";
+/// Tier C: how often the uploader sends the checkpoints and kept logs so far.
+pub const SYNC_SECONDS: u32 = 300;
+/// Tier C: the initContainer that fetches the checkpoints uploaded so far.
+pub const FETCH_CHECKPOINTS_CONTAINER: &str = "fetch-checkpoints";
 /// The initContainer that checks the staged config spec's digest.
 pub const STAGE_CONFIG_CONTAINER: &str = "stage-config";
 /// The container that uploads results after the action (tier C).

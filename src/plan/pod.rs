@@ -7,16 +7,17 @@ use super::names::Names;
 use super::{
     COMPLETION_INDEX_FIELD, CONFIG_DIR, CONFIG_FILE, CONFIG_SHA256_ANNOTATION, CONFIG_VOLUME,
     ConfigMap, Container, DEFAULT_RENDEZVOUS_PORT, DEFAULT_RENDEZVOUS_TIMEOUT, DEFAULT_S3_IMAGE,
-    EmptyDir, EnvVar, GPU_RESOURCE, JOB_NAME_LABEL, MAIN_CONTAINER, MIN_KUBE_ANNOTATION, Pod,
-    RENDEZVOUS_PORT_NAME, RESULTS_VOLUME, SHM_VOLUME, STAGE_CONFIG_CONTAINER, SecretKey, Service,
-    UPLOAD_CONTAINER, UPLOAD_CPU, UPLOAD_GRACE_SECONDS, UPLOAD_MAIN_START_SECONDS, UPLOAD_MEMORY,
-    UPLOAD_RESULTS_SCRIPT, VERIFY_CONFIG_SCRIPT, Volume, VolumeMount, VolumeSource, WAIT_CONTAINER,
-    WAIT_SCRIPT,
+    EmptyDir, EnvVar, FETCH_CHECKPOINTS_CONTAINER, GPU_RESOURCE, JOB_NAME_LABEL, LOGS_SUBDIR,
+    MAIN_CONTAINER, MIN_KUBE_ANNOTATION, Pod, RECORD_FIELD, RENDEZVOUS_PORT_NAME, RESULTS_VOLUME,
+    RUN_ACTION_NAME, RUN_ACTION_SCRIPT, SHM_VOLUME, STAGE_CONFIG_CONTAINER, SYNC_SECONDS,
+    SecretKey, Service, UPLOAD_CONTAINER, UPLOAD_CPU, UPLOAD_GRACE_SECONDS,
+    UPLOAD_MAIN_START_SECONDS, UPLOAD_MEMORY, UPLOAD_RESULTS_SCRIPT, VERIFY_CONFIG_SCRIPT, Volume,
+    VolumeMount, VolumeSource, WAIT_CONTAINER, WAIT_SCRIPT,
 };
 use crate::kube::KubeVersion;
 use crate::request::{
-    ActionRequest, CONFIG_PATH_TOKEN, CommandMode, RENDEZVOUS_ENV, TaintEffect, Toleration,
-    TolerationOperator,
+    ActionRequest, CONFIG_PATH_TOKEN, CommandMode, DEFAULT_CHECKPOINT_PATTERN, RENDEZVOUS_ENV,
+    TaintEffect, Toleration, TolerationOperator,
 };
 use crate::staging::{MountSource, Staging};
 use std::collections::BTreeMap;
@@ -72,6 +73,7 @@ pub(super) fn lay_out(
         .iter()
         .map(|(name, value)| EnvVar::value(name, value.clone()));
     layout.container.env.extend(env);
+    layout.keep();
     layout.upload(kube_version);
     layout.finish(labels)
 }
@@ -324,6 +326,45 @@ impl<'a> Layout<'a> {
         });
     }
 
+    /// Logs kept, or checkpoints resumed: the constant wrapper runs in front of the action.
+    /// The action's argv becomes the wrapper's arguments (`args`, where Kubernetes puts them
+    /// after the wrapper's `$0`), never parsed by a shell; its inputs come by environment.
+    fn keep(&mut self) {
+        let spec = &self.req.spec;
+        if !spec.logs.keep && spec.checkpoint.is_none() {
+            return;
+        }
+        let c = &mut self.container;
+        let argv: Vec<String> = c.command.drain(..).chain(c.args.drain(..)).collect();
+        c.command = sh(RUN_ACTION_SCRIPT);
+        c.command.push(RUN_ACTION_NAME.into());
+        c.args = argv;
+        if spec.logs.keep {
+            let results = self.staging.results_dir.trim_end_matches('/');
+            let dir = format!("{results}/{LOGS_SUBDIR}");
+            c.env.push(EnvVar::value("TAO_K8S_LOG_DIR", dir));
+            c.env.push(EnvVar::field("TAO_K8S_RECORD", RECORD_FIELD));
+            c.env.push(EnvVar::field("TAO_K8S_POD", "metadata.name"));
+        }
+        if let Some(checkpoint) = &spec.checkpoint {
+            let dir = checkpoint.dir.trim_end_matches('/');
+            let pattern = checkpoint.pattern.as_deref();
+            c.env.extend([
+                EnvVar::value("TAO_K8S_CHECKPOINT_DIR", dir),
+                EnvVar::value(
+                    "TAO_K8S_CHECKPOINT_PATTERN",
+                    pattern.unwrap_or(DEFAULT_CHECKPOINT_PATTERN),
+                ),
+            ]);
+            let resume = &checkpoint.resume;
+            if let Some(arg) = &resume.arg {
+                c.env.push(EnvVar::value("TAO_K8S_RESUME_ARG", arg.clone()));
+            } else if let Some(env) = &resume.env {
+                c.env.push(EnvVar::value("TAO_K8S_RESUME_ENV", env.clone()));
+            }
+        }
+    }
+
     /// Tier C results: the action runs its own command, no wrapper; the uploader learns that
     /// it ended from the kubelet or from the process table, never from a file the action
     /// would have to write (an OOM kill writes none), and uploads even after a failure.
@@ -359,6 +400,28 @@ impl<'a> Layout<'a> {
         }
         if results.per_rank && multi_node {
             env.push(EnvVar::value("TAO_K8S_UPLOAD_PER_RANK", "1"));
+        }
+        // Kept logs and checkpoints go up as they are written, not only at the end: a pod
+        // that is lost with its node takes only what came after the last sync with it.
+        let checkpoints = spec.checkpoint.as_ref().map(|c| {
+            (
+                c.dir.trim_end_matches('/'),
+                checkpoint_uri(&results.uri, &self.staging.results_dir, &c.dir),
+            )
+        });
+        if spec.logs.keep {
+            env.push(EnvVar::value("TAO_K8S_KEEP_LOGS", "1"));
+            env.push(EnvVar::field("TAO_K8S_RECORD", RECORD_FIELD));
+        }
+        if let Some((dir, uri)) = &checkpoints {
+            env.push(EnvVar::value("TAO_K8S_SYNC_DIR", *dir));
+            env.push(EnvVar::value("TAO_K8S_SYNC_URI", uri.clone()));
+        }
+        if spec.logs.keep || checkpoints.is_some() {
+            env.push(EnvVar::value(
+                "TAO_K8S_SYNC_SECONDS",
+                SYNC_SECONDS.to_string(),
+            ));
         }
         env.extend(self.s3_env());
         let mut upload = self.helper(
@@ -402,6 +465,21 @@ impl<'a> Layout<'a> {
                     read_only: true,
                     ..VolumeMount::at(RESULTS_VOLUME, results_dir)
                 });
+                // A retried pod starts with an empty results directory: the checkpoints
+                // uploaded so far come back first (a claim keeps its own).
+                if let Some((dir, uri)) = &checkpoints {
+                    let mut fetch = self.helper(
+                        FETCH_CHECKPOINTS_CONTAINER,
+                        &self.s3_image,
+                        s3_copy(uri, dir),
+                        self.s3_env(),
+                    );
+                    fetch.env_from_secret = self.s3_secret.clone();
+                    fetch
+                        .volume_mounts
+                        .push(VolumeMount::at(RESULTS_VOLUME, results_dir));
+                    self.init_containers.push(fetch);
+                }
             }
         }
         self.termination_grace_period_seconds = Some(UPLOAD_GRACE_SECONDS);
@@ -470,6 +548,22 @@ impl<'a> Layout<'a> {
 /// `[/bin/sh, -c, <constant script as shipped>]`.
 fn sh(script: &str) -> Vec<String> {
     vec!["/bin/sh".into(), "-c".into(), pod_script(script)]
+}
+
+/// Where the checkpoints in `dir`, under `results_dir`, are uploaded: the same place below
+/// the results URI as below the results directory, as a prefix.
+fn checkpoint_uri(results_uri: &str, results_dir: &str, dir: &str) -> String {
+    let below = dir
+        .trim_end_matches('/')
+        .strip_prefix(results_dir.trim_end_matches('/'))
+        .unwrap_or_default()
+        .trim_matches('/');
+    let base = results_uri.trim_end_matches('/');
+    if below.is_empty() {
+        format!("{base}/")
+    } else {
+        format!("{base}/{below}/")
+    }
 }
 
 /// Native argv that copies an S3 prefix (or one object) into a directory.

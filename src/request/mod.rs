@@ -113,6 +113,12 @@ pub struct Spec {
     /// What a failed pod costs: disruptions retried, exit codes that end the run at once.
     #[serde(default)]
     pub retries: Retries,
+    /// Keep every rank's output beyond its pod, in `resultsDir/logs`.
+    #[serde(default)]
+    pub logs: Logs,
+    /// Where the action writes checkpoints, and how it resumes from the newest one.
+    #[serde(default)]
+    pub checkpoint: Option<Checkpoint>,
     /// The user the pods run as. Set, every pod meets the `restricted` Pod Security Standard;
     /// unset, they run as the image's user (root for TAO images).
     #[serde(default)]
@@ -440,6 +446,49 @@ pub struct Retries {
     #[schemars(length(max = 255), inner(range(min = 1, max = 255)))]
     pub fatal_exit_codes: Vec<u8>,
 }
+
+/// Logs that outlive the pods.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Logs {
+    /// Every rank's stdout and stderr also go, as they are written, to
+    /// `<resultsDir>/logs/<job record>/rank-<i>.log` (uploaded with the results in tier C),
+    /// which `job.sh logs --record ID` reads once the pods are gone. A constant wrapper of
+    /// tao-k8s then runs in front of the action (`/bin/sh`, the action's argv as its
+    /// arguments, never parsed by the shell).
+    #[serde(default)]
+    pub keep: bool,
+}
+
+/// Checkpoints a retried pod resumes from.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Checkpoint {
+    /// The directory the action writes its checkpoints to, under `resultsDir` (tier C: synced
+    /// to the results URI as they appear, and fetched back before the action starts).
+    pub dir: String,
+    /// The checkpoint files' names, a glob of one path segment; default `*.pth`.
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// How the action is told to resume.
+    pub resume: Resume,
+}
+
+/// Exactly one key: how the newest checkpoint reaches the action.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Resume {
+    /// An override appended to the action's argv as `<arg>=<path>` (TAO's
+    /// `train.resume_training_checkpoint_path`); `args` and `config` modes only.
+    #[serde(default)]
+    pub arg: Option<String>,
+    /// An environment variable the action reads the path from (`TAO_RESUME_CHECKPOINT`).
+    #[serde(default)]
+    pub env: Option<String>,
+}
+
+/// The default glob of checkpoint file names.
+pub const DEFAULT_CHECKPOINT_PATTERN: &str = "*.pth";
 
 /// The user the pods run as, which lets them meet the `restricted` Pod Security Standard:
 /// not root, no privilege escalation, no capabilities, the runtime's default seccomp profile.

@@ -11,7 +11,8 @@ use crate::diag::Diagnostic;
 use crate::yaml::{Node, Step, Value, display_path};
 
 pub use crate::codes::{
-    COMMAND_MODE, CONFIG_PATH, CREDENTIAL, ENV_NAME, IMAGE, NAME, QUANTITY, RESULTS_DIR, STORAGE,
+    CHECKPOINT, COMMAND_MODE, CONFIG_PATH, CREDENTIAL, ENV_NAME, IMAGE, NAME, QUANTITY,
+    RESULTS_DIR, STORAGE,
 };
 
 /// A check: one file of this module, declared with `request_check!`.
@@ -48,6 +49,7 @@ macro_rules! request_check {
     };
 }
 
+mod checkpoint;
 mod command;
 mod control_characters;
 mod credential_in_request;
@@ -70,6 +72,7 @@ pub const CHECKS: &[Check] = &[
     s3::CHECK,
     storage::CHECK,
     results_dir::CHECK,
+    checkpoint::CHECK,
     env::CHECK,
     extra_credentials::CHECK,
     record_limits::CHECK,
