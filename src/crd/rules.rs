@@ -3,9 +3,10 @@
 //! them on create: a transition rule (one that reads `oldSelf`) has nothing to compare and is
 //! skipped; a rule that does not compile makes the CRD invalid, once, at its place.
 //!
-//! What the API server has and the `cel` crate does not (Kubernetes' CEL libraries:
-//! quantities, URLs, IPs, `format`, lists' `isSorted`, strings' `split`...) leaves a rule
-//! unevaluated rather than guessed; so does a rule whose cost on an object would exceed
+//! What the API server has and this evaluator does not (Kubernetes' own CEL libraries:
+//! quantities, URLs, IPs, `format.dns1123Label`, lists' `isSorted`, regex `find`...) leaves a
+//! rule unevaluated rather than guessed (the strings extension, `lowerAscii` and its kin, is
+//! evaluated); so does a rule whose cost on an object would exceed
 //! [`COST_LIMIT`] (the crate counts no cost, so it is bounded before it runs).
 
 use crate::yaml::{Node, Step, Value};
@@ -16,7 +17,14 @@ use std::sync::{Arc, LazyLock};
 /// Roughly the API server's per-call cost limit, in visited values.
 const COST_LIMIT: u64 = 10_000_000;
 
-static ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| Arc::new(cel::Env::stdlib()));
+/// CEL's standard library and the strings extension Kubernetes enables (`ext.Strings`:
+/// `lowerAscii`, `split`, `join`, `trim`, `replace`, `indexOf`, `substring`...).
+static ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
+    let mut env = cel::Env::stdlib();
+    env.add_extension(cel::extensions::strings)
+        .expect("the strings extension declares once");
+    Arc::new(env)
+});
 
 pub struct Rule {
     program: cel::Program,

@@ -1446,10 +1446,13 @@ properties:
 
     #[test]
     fn cel_rules_are_evaluated_on_create_with_the_api_server_s_words() {
-        // `lowerAscii` is of Kubernetes' strings library, which the `cel` crate lacks: the rule
-        // is not evaluated (`Mixed` would fail it), rather than guessed.
+        // `lowerAscii` is of the strings extension Kubernetes enables.
         assert_eq!(
             errors(RULES, "spec: {min: 1, max: 2, name: Mixed, tags: [x-a]}"),
+            ["spec: Invalid value: \"object\": failed rule: self.name.lowerAscii() == self.name"]
+        );
+        assert_eq!(
+            errors(RULES, "spec: {min: 1, max: 2, name: mixed, tags: [x-a]}"),
             Vec::<String>::new()
         );
         // Children first, then the object's own rules; the transition rule is not run.
@@ -1469,6 +1472,44 @@ properties:
             errors(missing, "spec: {}"),
             ["spec: Invalid value: \"object\": no such key: a evaluating rule: self.a > 0"]
         );
+    }
+
+    #[test]
+    fn the_strings_extension_is_evaluated_and_kubernetes_own_libraries_are_left_unknown() {
+        let schema = |rule: &str| {
+            format!(
+                "type: object\nproperties:\n  s:\n    type: string\n    \
+                 x-kubernetes-validations: [{{rule: \"{rule}\"}}]"
+            )
+        };
+        // Functions of cel-go's strings extension, which Kubernetes enables.
+        for (rule, passes) in [
+            ("self.split('-').size() == 2", "s: a-b"),
+            ("self.trim() == self", "s: abc"),
+            ("self.indexOf('-') == 1", "s: a-b"),
+            ("self.replace('-', '') == 'ab'", "s: a-b"),
+            ("self.substring(0, 1) == 'a'", "s: a-b"),
+            ("self.upperAscii() == 'A-B'", "s: a-b"),
+        ] {
+            assert_eq!(
+                errors(&schema(rule), passes),
+                Vec::<String>::new(),
+                "{rule}"
+            );
+            assert_eq!(
+                errors(&schema(rule), "s: ' xyz '"),
+                [format!("s: Invalid value: \"string\": failed rule: {rule}")],
+                "{rule}"
+            );
+        }
+        // Kubernetes' own libraries are not evaluated here: no verdict rather than a guess.
+        for rule in ["url(self).getHost() == 'x'", "quantity(self).isInteger()"] {
+            assert_eq!(
+                errors(&schema(rule), "s: x"),
+                Vec::<String>::new(),
+                "{rule}"
+            );
+        }
     }
 
     #[test]
