@@ -1,0 +1,260 @@
+//! Two of Kubernetes' own CEL libraries, which the `cel` crate does not ship: the lists
+//! library (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf` on any list) and the
+//! regex library (`find`, `findAll` on strings, in RE2 syntax as Go's `regexp`). Their
+//! semantics are those the Kubernetes CEL documentation gives: `min` and `max` of an empty list
+//! are errors, `sum` of one is 0, and a list of values that do not compare is an error.
+
+use cel::common::types::{
+    CelBool, CelInt, CelList, CelString, DYN_TYPE, INT_TYPE, LIST_TYPE, STRING_TYPE,
+};
+use cel::common::value::{CowVal, Val};
+use cel::{DeclarationError, Env, ExecutionError};
+use std::cmp::Ordering;
+
+/// The lists library.
+pub fn lists(env: &mut Env) -> Result<(), DeclarationError> {
+    env.add_member_overload("isSorted", "list_is_sorted", LIST_TYPE, vec![], is_sorted)?;
+    env.add_member_overload("sum", "list_sum", LIST_TYPE, vec![], sum)?;
+    env.add_member_overload("min", "list_min", LIST_TYPE, vec![], min)?;
+    env.add_member_overload("max", "list_max", LIST_TYPE, vec![], max)?;
+    env.add_member_overload(
+        "indexOf",
+        "list_index_of",
+        LIST_TYPE,
+        vec![DYN_TYPE],
+        index_of,
+    )?;
+    env.add_member_overload(
+        "lastIndexOf",
+        "list_last_index_of",
+        LIST_TYPE,
+        vec![DYN_TYPE],
+        last_index_of,
+    )?;
+    Ok(())
+}
+
+/// The regex library.
+pub fn regex(env: &mut Env) -> Result<(), DeclarationError> {
+    env.add_member_overload("find", "string_find", STRING_TYPE, vec![STRING_TYPE], find)?;
+    env.add_member_overload(
+        "findAll",
+        "string_find_all",
+        STRING_TYPE,
+        vec![STRING_TYPE],
+        find_all,
+    )?;
+    env.add_member_overload(
+        "findAll",
+        "string_find_all_n",
+        STRING_TYPE,
+        vec![STRING_TYPE, INT_TYPE],
+        find_all,
+    )?;
+    Ok(())
+}
+
+fn error(function: &str, message: impl ToString) -> ExecutionError {
+    ExecutionError::function_error(function, message)
+}
+
+/// The elements of the receiver, a list.
+fn elements<'b, 'v>(
+    list: &'b (dyn Val + 'v),
+    function: &str,
+) -> Result<Vec<&'b (dyn Val + 'v)>, ExecutionError> {
+    let iterable = list
+        .as_iterable()
+        .ok_or_else(|| error(function, "the receiver is not a list"))?;
+    let mut items = iterable.iter();
+    let mut out = Vec::new();
+    while let Some(item) = items.next() {
+        out.push(item);
+    }
+    Ok(out)
+}
+
+fn compare(a: &dyn Val, b: &dyn Val, function: &str) -> Result<Ordering, ExecutionError> {
+    let comparer = a
+        .as_comparer()
+        .ok_or_else(|| error(function, "list elements must be comparable"))?;
+    comparer
+        .compare(b)
+        .map_err(|_| error(function, "list elements must be comparable"))
+}
+
+fn owned<'b, 'v>(value: impl Val + 'v) -> CowVal<'b, 'v> {
+    CowVal::Owned(Box::new(value))
+}
+
+fn is_sorted<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let items = elements(args[0].as_ref(), "isSorted")?;
+    for pair in items.windows(2) {
+        if compare(pair[0], pair[1], "isSorted")? == Ordering::Greater {
+            return Ok(owned(CelBool::from(false)));
+        }
+    }
+    Ok(owned(CelBool::from(true)))
+}
+
+fn sum<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let items = elements(args[0].as_ref(), "sum")?;
+    let Some((first, rest)) = items.split_first() else {
+        return Ok(owned(CelInt::from(0)));
+    };
+    let mut total: Box<dyn Val + 'v> = first.clone_as_boxed();
+    for item in rest {
+        let adder = total
+            .as_adder()
+            .ok_or_else(|| error("sum", "list elements must be numbers or durations"))?;
+        let next = adder.add(*item)?.into_owned();
+        total = next;
+    }
+    Ok(CowVal::Owned(total))
+}
+
+/// The least (`Ordering::Less`) or greatest element.
+fn extreme<'b, 'v>(
+    args: Vec<CowVal<'b, 'v>>,
+    function: &str,
+    wanted: Ordering,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let items = elements(args[0].as_ref(), function)?;
+    let Some((first, rest)) = items.split_first() else {
+        return Err(error(function, format!("{function} called on empty list")));
+    };
+    let mut best = *first;
+    for item in rest {
+        if compare(*item, best, function)? == wanted {
+            best = *item;
+        }
+    }
+    Ok(CowVal::Owned(best.clone_as_boxed()))
+}
+
+fn min<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    extreme(args, "min", Ordering::Less)
+}
+
+fn max<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    extreme(args, "max", Ordering::Greater)
+}
+
+fn position<'b, 'v>(
+    args: Vec<CowVal<'b, 'v>>,
+    function: &str,
+    last: bool,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let items = elements(args[0].as_ref(), function)?;
+    let wanted = args[1].as_ref();
+    let mut found = items.iter().enumerate().filter(|(_, v)| v.equals(wanted));
+    let index = if last { found.last() } else { found.next() };
+    let index = index.map_or(-1, |(i, _)| i as i64);
+    Ok(owned(CelInt::from(index)))
+}
+
+fn index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    position(args, "indexOf", false)
+}
+
+fn last_index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    position(args, "lastIndexOf", true)
+}
+
+fn text<'a>(value: &'a dyn Val, function: &str) -> Result<&'a str, ExecutionError> {
+    <&str>::try_from(value).map_err(|_| error(function, "expected a string"))
+}
+
+/// The pattern, compiled with RE2's bounds (the `regex` crate, linear time).
+fn pattern(source: &str, function: &str) -> Result<regex::Regex, ExecutionError> {
+    regex::RegexBuilder::new(source)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| error(function, format!("invalid regex: {e}")))
+}
+
+fn find<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let subject = text(args[0].as_ref(), "find")?;
+    let re = pattern(text(args[1].as_ref(), "find")?, "find")?;
+    let found = re.find(subject).map_or("", |m| m.as_str()).to_string();
+    Ok(owned(CelString::from(found)))
+}
+
+fn find_all<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let subject = text(args[0].as_ref(), "findAll")?;
+    let re = pattern(text(args[1].as_ref(), "findAll")?, "findAll")?;
+    // A negative limit is no limit, as in Go's FindAllString.
+    let limit = match args.get(2) {
+        Some(n) => {
+            let n =
+                <&i64>::try_from(n.as_ref()).map_err(|_| error("findAll", "expected an int"))?;
+            usize::try_from(*n).unwrap_or(usize::MAX)
+        }
+        None => usize::MAX,
+    };
+    let found: Vec<Box<dyn Val + 'v>> = re
+        .find_iter(subject)
+        .take(limit)
+        .map(|m| Box::new(CelString::from(m.as_str().to_string())) as Box<dyn Val + 'v>)
+        .collect();
+    Ok(owned(CelList::from(found)))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::crd::rules::{compile, evaluate};
+
+    /// The value of `expression`, `None` when it is not evaluated (an error of a function).
+    fn eval(expression: &str) -> Option<cel::Value> {
+        let program = compile(expression).unwrap();
+        evaluate(&program, &[]).unwrap()
+    }
+
+    #[test]
+    fn the_lists_library_answers_as_kubernetes_documents_it() {
+        for expression in [
+            "[1, 2, 3].isSorted()",
+            "!['b', 'a'].isSorted()",
+            "[].isSorted()",
+            "[1, 2, 3].sum() == 6",
+            "[1.5, 2.5].sum() == 4.0",
+            "[].sum() == 0",
+            "[3, 1, 2].min() == 1",
+            "[3, 1, 2].max() == 3",
+            "['b', 'c', 'a'].max() == 'c'",
+            "[1, 2, 2, 3].indexOf(2) == 1",
+            "[1, 2, 2, 3].lastIndexOf(2) == 2",
+            "[1, 2].indexOf(9) == -1",
+            // The strings extension's indexOf is still the one on strings.
+            "'a-b'.indexOf('-') == 1",
+        ] {
+            assert_eq!(
+                eval(expression),
+                Some(cel::Value::Bool(true)),
+                "{expression}"
+            );
+        }
+        // Errors on the API server: not guessed here.
+        assert_eq!(eval("[].min()"), None);
+        assert_eq!(eval("[1, 'a'].isSorted()"), None);
+    }
+
+    #[test]
+    fn the_regex_library_finds_in_re2_syntax() {
+        for expression in [
+            "'abc 123'.find('[0-9]+') == '123'",
+            "'abc'.find('[0-9]+') == ''",
+            "'123 abc 456'.findAll('[0-9]+') == ['123', '456']",
+            "'123 abc 456'.findAll('[0-9]+', 1) == ['123']",
+            "'123 abc 456'.findAll('[0-9]+', -1).size() == 2",
+        ] {
+            assert_eq!(
+                eval(expression),
+                Some(cel::Value::Bool(true)),
+                "{expression}"
+            );
+        }
+        // A look-ahead is not RE2: an error, as Go's regexp refuses it.
+        assert_eq!(eval("'abc'.find('a(?=b)')"), None);
+    }
+}
