@@ -2096,6 +2096,26 @@ fn every_generated_script_passes_shellcheck() {
         "shellcheck:\n{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    // The scripts pods run with /bin/sh: POSIX sh.
+    let pod_scripts: Vec<PathBuf> = fs::read_dir(Path::new(ROOT).join("scripts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sh") && !p.ends_with("driver.sh"))
+        .collect();
+    assert!(
+        pod_scripts.iter().any(|p| p.ends_with("read-logs.sh")),
+        "{pod_scripts:?}"
+    );
+    let out = Command::new("shellcheck")
+        .arg("--shell=sh")
+        .args(&pod_scripts)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "shellcheck:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
