@@ -29,7 +29,8 @@ usage() {
                                         gates, job record, Secrets, dry-run, create
   job.sh status [--record ID]           state of the job (works from another shell)
   job.sh logs [--tail N] [--follow] [--index I] [--record ID]
-                                        the last N lines (200 while it runs, all once it ended)
+                                        the last N lines (200 while it runs, all once it ended);
+                                        once the pods are gone, the logs they kept
   job.sh cancel [--record ID]           delete the Job and what the job record created
   job.sh probe                          run the NCCL probe now (multi-node)
   job.sh help                           this text
@@ -42,6 +43,10 @@ Job of this bundle ended (succeeded or failed) and a job record here created it:
 with its pods and logs and what that record created, and run the bundle again under a new job
 record (a Job that still runs is refused: cancel it first). --pass-env NAME: let the variable
 NAME of your environment reach the pod, for a request whose credentials.extra asks for it.
+Logs of a request with spec.logs.keep: true outlive the pods: once they are gone, job.sh logs
+reads them from the volume of resultsDir with a short-lived reader Pod (which it creates and
+deletes, and which needs the rights to create and delete pods), or from S3 with your local aws
+CLI (S3_ENDPOINT_URL, if set, is its --endpoint-url).
 The driver creates its objects (never applies over existing ones), refuses a name someone
 else holds, and deletes only objects whose uid its job records list.
 Environment:
@@ -49,7 +54,8 @@ Environment:
                                    tao-k8s on PATH); it must be the version that wrote this script
   TAO_K8S_PASS_ENV                 NAME,NAME...: like --pass-env
   TAO_K8S_STATE_DIR                where job records live (default ~/.local/state/tao-k8s)
-  TAO_K8S_POLL_SECONDS             seconds between two polls of a Job, 1 to 60 (default 5)
+  TAO_K8S_POLL_SECONDS             seconds between two polls of a Job or the reader Pod, 1 to
+                                   60 (default 5)
   TAO_K8S_PROBE_TIMEOUT_SECONDS    how long the NCCL probe may take, 1 to 3600 (default 360)
   TAO_K8S_SKIP_NODE_RUNTIME_CHECK  1: do not refuse GPU nodes whose labels show an old driver
   TAO_K8S_SERVICEACCOUNT_DIR       the pod's service account in-cluster (default
@@ -108,7 +114,7 @@ seconds() {
   printf -v "$5" '%s' "$((10#$value))"
 }
 poll_seconds=5 probe_timeout=360
-if [ "$verb" = submit ] || [ "$verb" = probe ]; then
+if [ "$verb" = submit ] || [ "$verb" = probe ] || [ "$verb" = logs ]; then
   seconds TAO_K8S_POLL_SECONDS 5 1 60 poll_seconds
   seconds TAO_K8S_PROBE_TIMEOUT_SECONDS 360 1 3600 probe_timeout
 fi
@@ -117,17 +123,19 @@ tmpdir=$(mktemp -d)
 # What the gates read: kubectl's answers, gathered here (removed with tmpdir on exit).
 mkdir "$tmpdir/cluster"
 
-# What a failed submit undoes: created (`KIND/NAME/UID` of what it made that no Job owns yet),
-# record_open (its record, not yet bound to a running Job); reason is die's last message.
+# What a failed run undoes: created (`KIND/NAME/UID` of what it made that no Job owns yet: a
+# submit's objects, the probe's, the reader Pod of kept logs), record_open (its record, not yet
+# bound to a running Job); reason is die's last message.
 created=() record_open=0 reason=''
 
-# On every exit: a failed submit deletes what it created and marks its record FAILED.
+# On every exit: a failed run deletes what it created, and a failed submit marks its record
+# FAILED.
 cleanup() {
   local code=$?
   trap - EXIT
   if [ "$code" -ne 0 ]; then
     if [ "${#created[@]}" -gt 0 ]; then
-      note "removing what this submit created"
+      note "removing what this run created"
       forget_since 0 rollback
     fi
     if [ "$record_open" = 1 ]; then
@@ -552,10 +560,11 @@ read_job() {
 }
 
 # The pods of the record's Job: by its uid (by its name for a record without one); a JobSet's,
-# whose Jobs it recreates on a restart, by the record the driver stamped on them.
+# whose Jobs it recreates on a restart, by the record the driver stamped on them and the
+# JobSet's name (the reader Pod of kept logs carries the record too).
 pod_selector() {
   if [ "$workload" = JobSet ]; then
-    echo "tao-k8s.io/job-record=$record_id"
+    echo "tao-k8s.io/job-record=$record_id,jobset.sigs.k8s.io/jobset-name=$target"
   elif [ -n "$target_uid" ]; then
     echo "batch.kubernetes.io/controller-uid=$target_uid"
   else
@@ -576,25 +585,119 @@ status() {
 }
 
 # The logs of the main container: the last tail_lines lines (--tail), 200 by default while the
-# Job runs and the whole log once it ended.
+# Job runs and the whole log once it ended. Once its pods are gone (the $workload deleted by
+# its TTL or job.sh cancel, or left without pods), the logs they kept instead (kept_logs).
 logs() {
   find_tao_k8s
   resolve_context
   backend
-  read_job
-  local state
+  quiet k get "$resource" "$target" -o json --ignore-not-found >"$tmpdir/cluster/job.json" ||
+    die "the $workload $ns/$target cannot be read"
+  if [ ! -s "$tmpdir/cluster/job.json" ]; then
+    kept_logs "the $workload $ns/$target cannot be read (deleted by job.sh cancel, or by its TTL after it ended?)"
+    return
+  fi
+  local state labels pods
   state=$("$tao" job-status "$tmpdir/cluster" --record "$record_id" --state) || exit 1
+  labels=$(pod_selector)
+  [ -n "$index" ] && labels="$labels,batch.kubernetes.io/job-completion-index=$index"
+  pods=$(quiet k get pods -l "$labels" -o name) || die "the pods of the $workload $ns/$target cannot be listed"
+  if [ -z "$pods" ]; then
+    kept_logs "the pods ${index:+of index $index }of the $workload $ns/$target are gone"
+    return
+  fi
   if [ -z "$tail_lines" ]; then
     case $state in
       succeeded | failed) tail_lines=-1 ;;
       *) tail_lines=200 ;;
     esac
   fi
-  local labels args=(--prefix --tail "$tail_lines" -c "$main_container" --max-log-requests "$((nodes + 5))")
-  labels=$(pod_selector)
-  [ -n "$index" ] && labels="$labels,batch.kubernetes.io/job-completion-index=$index"
+  local args=(--prefix --tail "$tail_lines" -c "$main_container" --max-log-requests "$((nodes + 5))")
   [ "$follow" = 1 ] && args+=(--follow)
   k logs -l "$labels" "${args[@]}"
+}
+
+# The logs the pods kept beyond their life (spec.logs.keep), once they are gone ($1 says how);
+# where they are is tao-k8s's answer, from the manifest: on a volume of the pods (tier A), or in
+# S3 (tier C). Without kept logs, $1 and how to keep them next time.
+kept_logs() {
+  local answer kind place
+  answer=$("$tao" driver kept-logs "$manifest_file" --record "$record_id") || exit 1
+  kind=${answer%%$'\n'*} place=${answer#*$'\n'}
+  [ "$follow" = 0 ] || note "--follow: the kept logs are read once"
+  case $kind in
+    mounted | s3) note "$1: reading the kept logs of job record $record_id from $(shown "$place")" ;;
+    *) die "$1; $(shown "$place"): with spec.logs.keep: true in the request, the logs outlive the pods" ;;
+  esac
+  if [ "$kind" = mounted ]; then
+    read_mounted_logs "$place"
+  else
+    read_s3_logs "$place"
+  fi
+}
+
+# Wait until the Pod $1 of uid $2 ends, polling every poll_seconds for at most 120 s; print its
+# phase (Succeeded or Failed), or its last phase and return 1 (gone, another object, or late).
+wait_pod() {
+  local deadline=$((SECONDS + 120)) seen
+  while :; do
+    seen=$(k get pod "$1" -o jsonpath='{.metadata.uid} {.status.phase}' --ignore-not-found 2>/dev/null || true)
+    case $seen in
+      "$2 Succeeded" | "$2 Failed") printf '%s' "${seen#* }"; return 0 ;;
+      "$2 "*) ;;
+      *) printf 'gone'; return 1 ;;
+    esac
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      printf '%s' "${seen#* }"
+      return 1
+    fi
+    sleep "$poll_seconds"
+  done
+}
+
+# Tier A: a reader Pod that tao-k8s wrote mounts the volume of the kept logs read-only and
+# prints them; its log is printed here, and it is deleted by its uid (by the EXIT clean-up when
+# anything fails).
+read_mounted_logs() {
+  local can listed kind name uid phase keep=${#created[@]}
+  for can in create delete; do
+    [ "$(k auth can-i "$can" pods 2>/dev/null || true)" = yes ] ||
+      die "not allowed to $can pods in namespace $ns: job.sh logs reads the kept logs in $(shown "$1") with a short-lived Pod"
+  done
+  listed=$("$tao" driver log-reader "$manifest_file" --record "$record_id" ${index:+--index "$index"} \
+    ${tail_lines:+--tail "$tail_lines"} --out "$tmpdir/logs/objects") || exit 1
+  create_listed "$listed"
+  IFS=/ read -r kind name uid <<<"${created[$keep]}"
+  phase=$(wait_pod "$name" "$uid") ||
+    die "the reader Pod $name did not end within 120 s (${phase:-no phase}): the kept logs are in $(shown "$1")"
+  if [ "$phase" = Succeeded ]; then
+    quiet k logs "pod/$name" || die "cannot read the log of the reader $kind $name"
+  else
+    quiet k logs "pod/$name" | tail -n 20 | LC_ALL=C tr -d '\000-\010\013-\037\177' >&2 || true
+    die "the reader $kind $name read no kept log (above)"
+  fi
+  forget_since "$keep" logs/deletes
+}
+
+# Tier C: the kept logs in S3, read with the local aws CLI and the submitter's own environment
+# (its credentials never pass through this script); S3_ENDPOINT_URL is its --endpoint-url.
+read_s3_logs() {
+  local prefix=$1 listed name uri endpoint=()
+  command -v aws >/dev/null 2>&1 ||
+    die "MISSING: aws not found on PATH: the kept logs of job record $record_id are in $(shown "$prefix"); install the AWS CLI (https://aws.amazon.com/cli/), or fetch them from there another way"
+  [ -z "${S3_ENDPOINT_URL:-}" ] || endpoint=(--endpoint-url "$S3_ENDPOINT_URL")
+  quiet aws "${endpoint[@]}" s3 ls "$prefix" >"$tmpdir/s3-listing" ||
+    die "no log was kept under $(shown "$prefix"), or aws cannot list it (above)"
+  listed=$("$tao" driver s3-logs "$manifest_file" --record "$record_id" --listing "$tmpdir/s3-listing" \
+    ${index:+--index "$index"}) || exit 1
+  while read -r name uri <&3; do
+    printf '==> %s <==\n' "$name"
+    if [ -n "$tail_lines" ] && [ "$tail_lines" != -1 ]; then
+      quiet aws "${endpoint[@]}" s3 cp "$uri" - | tail -n "$tail_lines"
+    else
+      quiet aws "${endpoint[@]}" s3 cp "$uri" -
+    fi || die "cannot read $(shown "$uri") with aws (above)"
+  done 3<<<"$listed"
 }
 
 # Delete what the job record created, each by its uid, the Job first (waited for at most five

@@ -136,15 +136,20 @@ pub struct Record {
 /// An object the driver created: the only kind of object it ever changes or deletes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Owned {
-    /// `Job`, `Service`, `ConfigMap` or `Secret`.
+    /// One of [`OWNED_KINDS`].
     pub kind: String,
     pub namespace: String,
     pub name: String,
     pub uid: String,
 }
 
-/// The kinds the driver creates.
-pub const OWNED_KINDS: [&str; 5] = ["Job", "JobSet", "Service", "ConfigMap", "Secret"];
+/// The kinds the driver creates: a Pod is the reader of a job's kept logs (`job.sh logs`).
+pub const OWNED_KINDS: [&str; 6] = ["Job", "JobSet", "Service", "ConfigMap", "Secret", "Pod"];
+
+/// The kind a record that ended may still take: `job.sh logs` reads the kept logs of an ended
+/// job with a reader Pod, listed like any object the driver creates so that it is deleted by
+/// its uid (and by `job.sh cancel` if the driver could not).
+pub const AFTER_END_KIND: &str = "Pod";
 
 impl Owned {
     /// Refuse an object the driver could not have created, or whose names it could not pass to
@@ -447,13 +452,14 @@ impl Store {
     }
 
     /// Add an object the driver created to record `id` (before anything else can fail, so
-    /// that only objects it names are ever deleted). A record that ended takes none.
+    /// that only objects it names are ever deleted). A record that ended takes none but a
+    /// reader Pod ([`AFTER_END_KIND`]).
     pub fn own(&self, id: &str, object: Owned) -> Result<Record, RecordError> {
         let path = self.path(id)?;
         object.check()?;
         let _lock = self.lock()?;
         let mut record = read(id, &path)?;
-        if record.state.is_terminal() {
+        if record.state.is_terminal() && object.kind != AFTER_END_KIND {
             return Err(RecordError::InvalidField {
                 field: "objects",
                 problem: format!("cannot grow: record {id} is {}", record.state),
@@ -653,6 +659,39 @@ mod tests {
             "{id}"
         );
         assert!(names::is_dns1035_label(&id));
+    }
+
+    /// A record that ended lists no new object but the reader Pod of its kept logs, which the
+    /// driver takes off again once it deleted it.
+    #[test]
+    fn an_ended_record_owns_a_reader_pod_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().to_path_buf());
+        let record = store
+            .open(NewRecord {
+                image: "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt".into(),
+                network_arch: "dino".into(),
+                action: "train".into(),
+                storage_tier: StorageTier::A,
+                results_dir: "/results/dino".into(),
+                source: "driver".into(),
+            })
+            .unwrap();
+        let id = record.id.as_str();
+        let object = |kind: &str, uid: &str| Owned {
+            kind: kind.into(),
+            namespace: "vision".into(),
+            name: "dino-logs-0a1b2c3d".into(),
+            uid: uid.into(),
+        };
+        store.mark(id, State::Failed, "driver", None, None).unwrap();
+        assert!(store.own(id, object("Secret", "1111")).is_err());
+        assert!(store.own(id, object("Deployment", "2222")).is_err());
+        let owned = store.own(id, object("Pod", "3333")).unwrap();
+        assert_eq!(owned.objects, [object("Pod", "3333")]);
+        assert_eq!(store.show(id).unwrap().objects.len(), 1);
+        assert!(store.disown(id, "3333").unwrap().objects.is_empty());
+        assert_eq!(store.show(id).unwrap().state, State::Failed);
     }
 
     /// The field limits keep the largest possible record far below what a read accepts.

@@ -49,6 +49,7 @@ fn every_script_parses_as_shipped() {
         "upload-results.sh",
         "wait-for-rendezvous.sh",
         "run-action.sh",
+        "read-logs.sh",
     ] {
         let script = shipped(name);
         assert!(!script.contains("\n#"), "{name}");
@@ -932,4 +933,91 @@ fn every_rank_uploads_its_kept_log_and_rank_zero_sends_checkpoints_as_it_runs() 
         calls.ends_with(&pod.expected_call("s3://fake-bucket/runs/42/")),
         "{calls:?}"
     );
+}
+
+// ---- read-logs.sh ----
+
+/// The reader Pod's command line: `sh -c SCRIPT NAME DIR INDEX TAIL`.
+fn read_logs(dir: &Path, index: &str, tail: &str) -> Output {
+    sh(
+        "read-logs.sh",
+        &["reader", dir.to_str().unwrap(), index, tail],
+    )
+    .output()
+    .unwrap()
+}
+
+#[test]
+fn the_reader_prints_every_rank_s_log_in_index_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("logs").join("tao-20261202-083107-7f3a");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("rank-0.log"), "a\nb\nc\n").unwrap();
+    std::fs::write(
+        dir.join("rank-2.log"),
+        "== tao-k8s: pod p started 2026-12-02T08:31:07Z ==\ny\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("rank-10.log"), "x\n").unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a log\n").unwrap();
+
+    let out = read_logs(&dir, "", "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "==> rank-0.log <==\na\nb\nc\n==> rank-2.log <==\n\
+         == tao-k8s: pod p started 2026-12-02T08:31:07Z ==\ny\n==> rank-10.log <==\nx\n"
+    );
+    let out = read_logs(&dir, "", "1");
+    assert_eq!(
+        stdout(&out),
+        "==> rank-0.log <==\nc\n==> rank-2.log <==\ny\n==> rank-10.log <==\nx\n"
+    );
+    let out = read_logs(&dir, "0", "2");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "==> rank-0.log <==\nb\nc\n");
+
+    let out = read_logs(&dir, "3", "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).is_empty());
+    assert!(
+        stderr(&out).contains(&format!(
+            "no log of rank 3 was kept under {}",
+            dir.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_reader_says_when_nothing_was_kept_and_takes_no_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("logs/tao-20261202-083107-7f3a");
+    let out = read_logs(&missing, "", "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no log was kept under")
+            && stderr(&out).contains("no such directory"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::create_dir_all(&missing).unwrap();
+    let out = read_logs(&missing, "", "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("holds no rank-<index>.log"),
+        "{}",
+        stderr(&out)
+    );
+    // Its arguments are data: a hostile index or count is refused, never run.
+    let marker = tmp.path().join("ran");
+    for (index, tail) in [
+        (format!("0; touch {}", marker.display()), String::new()),
+        (String::new(), format!("$(touch {})", marker.display())),
+    ] {
+        let out = read_logs(&missing, &index, &tail);
+        assert_eq!(out.status.code(), Some(1));
+    }
+    assert!(!marker.exists());
 }

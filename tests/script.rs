@@ -1822,7 +1822,9 @@ fn logs_of_one_index() {
     assert_eq!(
         run.lines(),
         [
-            "get job rtdetr-train-4n -o json",
+            "get job rtdetr-train-4n -o json --ignore-not-found",
+            "get pods -l batch.kubernetes.io/controller-uid=UID,\
+             batch.kubernetes.io/job-completion-index=2 -o name",
             "logs -l batch.kubernetes.io/controller-uid=UID,\
              batch.kubernetes.io/job-completion-index=2 --prefix --tail 200 -c tao \
              --max-log-requests 9"
@@ -1844,7 +1846,8 @@ fn logs_of_one_index() {
     assert_eq!(
         run.lines(),
         [
-            "get job rtdetr-train-4n -o json",
+            "get job rtdetr-train-4n -o json --ignore-not-found",
+            "get pods -l batch.kubernetes.io/controller-uid=UID -o name",
             "logs -l batch.kubernetes.io/controller-uid=UID --prefix --tail 50 -c tao \
           --max-log-requests 9 --follow"
         ]
@@ -1857,7 +1860,8 @@ fn logs_of_one_index() {
     assert_eq!(
         run.lines(),
         [
-            "get job rtdetr-train-4n -o json",
+            "get job rtdetr-train-4n -o json --ignore-not-found",
+            "get pods -l batch.kubernetes.io/controller-uid=UID -o name",
             "logs -l batch.kubernetes.io/controller-uid=UID --prefix --tail -1 -c tao \
              --max-log-requests 9"
         ]
@@ -1868,7 +1872,7 @@ fn logs_of_one_index() {
         &["logs", "--tail", "5", "--record", &id],
     );
     run.assert_code(0);
-    assert!(run.lines()[1].contains("--tail 5 "), "{:?}", run.lines());
+    assert!(run.lines()[2].contains("--tail 5 "), "{:?}", run.lines());
 }
 
 #[test]
@@ -2089,6 +2093,26 @@ fn every_generated_script_passes_shellcheck() {
         .args(["--shell=bash", "--exclude=SC2153,SC2154"])
         .arg(Path::new(ROOT).join("scripts/driver.sh"))
         .arg(bundle.join("job.env"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "shellcheck:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // The scripts pods run with /bin/sh: POSIX sh.
+    let pod_scripts: Vec<PathBuf> = fs::read_dir(Path::new(ROOT).join("scripts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sh") && !p.ends_with("driver.sh"))
+        .collect();
+    assert!(
+        pod_scripts.iter().any(|p| p.ends_with("read-logs.sh")),
+        "{pod_scripts:?}"
+    );
+    let out = Command::new("shellcheck")
+        .arg("--shell=sh")
+        .args(&pod_scripts)
         .output()
         .unwrap();
     assert!(
@@ -3513,9 +3537,10 @@ fn a_jobset_bundle_submits_reports_status_and_cancels() {
         run.stdout
     );
     assert!(
-        run.lines()
-            .iter()
-            .any(|l| l == &format!("get pods -l tao-k8s.io/job-record={id} -o json")),
+        run.lines().iter().any(|l| l
+            == &format!(
+                "get pods -l tao-k8s.io/job-record={id},jobset.sigs.k8s.io/jobset-name={js} -o json"
+            )),
         "{:#?}",
         run.lines()
     );
@@ -3595,4 +3620,450 @@ fn a_jobset_bundle_needs_jobset_and_its_names_free() {
     ));
     let run = s.run("jobset-cluster", &[], &["preflight"]);
     run.assert_code(0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// logs kept beyond the pods
+
+/// The bundle's manifest as a request with `spec.logs.keep: true` renders it: the main container
+/// is told the log directory (`<results_dir>/logs`) and its job record, and a tier C uploader
+/// keeps the logs too.
+fn keep_logs(s: &Sandbox, results_dir: &str) {
+    let request = Path::new(ROOT).join(&s.request);
+    let mut args = vec!["render", request.to_str().unwrap(), "-o", "json"];
+    args.extend(s.options.iter().map(String::as_str));
+    let r = tao(&args, &s.path("state"));
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let answer: Value = serde_json::from_slice(&r.stdout).unwrap();
+    let mut items = match answer["items"].as_array() {
+        Some(items) => items.clone(),
+        None => vec![answer],
+    };
+    let mut kept = false;
+    for object in &mut items {
+        let spec = match object["kind"].as_str() {
+            Some("Job") => object.pointer_mut("/spec/template/spec"),
+            Some("JobSet") => {
+                object.pointer_mut("/spec/replicatedJobs/0/template/spec/template/spec")
+            }
+            _ => None,
+        };
+        let Some(spec) = spec else { continue };
+        for list in ["containers", "initContainers"] {
+            let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else {
+                continue;
+            };
+            for c in containers {
+                let added = match c["name"].as_str() {
+                    Some("tao") => serde_json::json!([
+                        {"name": "TAO_K8S_LOG_DIR", "value": format!("{results_dir}/logs")},
+                        {"name": "TAO_K8S_RECORD", "valueFrom": {"fieldRef":
+                            {"fieldPath": "metadata.labels['tao-k8s.io/job-record']"}}},
+                    ]),
+                    Some("upload-results") => {
+                        serde_json::json!([{"name": "TAO_K8S_KEEP_LOGS", "value": "1"}])
+                    }
+                    _ => continue,
+                };
+                let env = c
+                    .as_object_mut()
+                    .unwrap()
+                    .entry("env")
+                    .or_insert_with(|| serde_json::json!([]));
+                env.as_array_mut()
+                    .unwrap()
+                    .extend(added.as_array().unwrap().iter().cloned());
+                kept = true;
+            }
+        }
+    }
+    assert!(kept, "no container tao in {}", s.request);
+    let text: String = items
+        .iter()
+        .map(|o| format!("---\n{}\n", serde_json::to_string_pretty(o).unwrap()))
+        .collect();
+    fs::write(s.path("bundle/manifest.yaml"), text).unwrap();
+}
+
+/// `record mark ID STATE`, as `job.sh status` closes a record.
+fn mark(s: &Sandbox, id: &str, state: &str) {
+    let r = tao(
+        &["record", "mark", id, state, "--source", "driver"],
+        &s.path("state"),
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+}
+
+/// The Job rtdetr-train-4n ended and its TTL deleted it, pods and all. Its logs are on the
+/// PVC of resultsDir: a reader Pod mounts it read-only where the Job's pods did, prints them,
+/// and is deleted by its uid; the record, which had ended, is unchanged.
+#[test]
+fn logs_of_a_deleted_job_are_read_from_its_volume_by_a_reader_pod() {
+    let job = "rtdetr-train-4n";
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    keep_logs(&s, "/results/rtdetr");
+    let id = s.running_record(&format!("default/{job}"));
+    mark(&s, &id, "SUCCEEDED");
+    let reader = tao_k8s::driver::logs::reader_name(job, &id);
+    assert!(reader.starts_with(&format!("{job}-logs-")), "{reader}");
+    let scenario = s.scenario(
+        "kept-logs",
+        &format!(
+            "when logs pod/{reader}\n  out ==> rank-0.log <==\n  out epoch 72/72: loss 0.101\n  \
+             out ==> rank-1.log <==\n  out epoch 72/72: loss 0.102\n"
+        ),
+    );
+    let deleted = s.path("deleted");
+    fs::create_dir(&deleted).unwrap();
+    let env = [("FAKE_KUBECTL_DELETED", deleted.to_str().unwrap())];
+    let run = s.run(&scenario, &env, &["logs", "--record", &id]);
+    run.assert_code(0);
+    assert_eq!(
+        run.stdout,
+        "==> rank-0.log <==\nepoch 72/72: loss 0.101\n==> rank-1.log <==\nepoch 72/72: loss 0.102\n"
+    );
+    run.assert_stderr(&format!(
+        "tao-k8s: the Job default/{job} cannot be read (deleted by job.sh cancel, or by its TTL \
+         after it ended?): reading the kept logs of job record {id} from /results/rtdetr/logs/{id} \
+         on volume results (PersistentVolumeClaim tao-results)"
+    ));
+    run.assert_scoped("default");
+    assert_eq!(
+        run.lines(),
+        [
+            format!("get job {job} -o json --ignore-not-found"),
+            "auth can-i create pods".to_string(),
+            "auth can-i delete pods".to_string(),
+            format!("create -f $TMP/logs/objects/pod-{reader}.json -o jsonpath=…"),
+            format!("get pod {reader} -o jsonpath=… --ignore-not-found"),
+            format!("logs pod/{reader}"),
+            format!(
+                "delete --raw /api/v1/namespaces/default/pods/{reader} -f $TMP/logs/deletes/delete-0.json"
+            ),
+        ]
+    );
+    run.assert_created_from_private_files();
+
+    // The reader Pod as it was created: where the Job's pods ran, the one volume that holds
+    // the logs, read-only, and every value an argument of the constant script.
+    let text = fs::read_to_string(deleted.join(format!("default-pod-{reader}.json"))).unwrap();
+    let pod: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(pod["metadata"]["labels"]["tao-k8s.io/job-record"], id);
+    assert_eq!(pod["metadata"]["labels"]["tao-k8s.io/bundle"], job);
+    assert_eq!(
+        pod["metadata"]["annotations"]["tao-k8s.io/bundle"],
+        format!("default/{job}")
+    );
+    let spec = &pod["spec"];
+    assert_eq!(spec["restartPolicy"], "Never");
+    assert_eq!(spec["activeDeadlineSeconds"], 300);
+    assert_eq!(
+        spec["volumes"],
+        serde_json::json!([{"name": "results",
+            "persistentVolumeClaim": {"claimName": "tao-results", "readOnly": true}}])
+    );
+    let container = &spec["containers"][0];
+    assert_eq!(
+        container["volumeMounts"],
+        serde_json::json!([{"name": "results", "mountPath": "/results", "readOnly": true}])
+    );
+    assert_eq!(
+        container["image"],
+        "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt"
+    );
+    let command: Vec<&str> = container["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(command[..2], ["/bin/sh", "-c"]);
+    assert_eq!(
+        command[3..],
+        [
+            reader.as_str(),
+            &format!("/results/rtdetr/logs/{id}"),
+            "",
+            ""
+        ]
+    );
+    let manifest = fs::read_to_string(s.path("bundle/manifest.yaml")).unwrap();
+    let tolerations = &spec["tolerations"];
+    assert!(
+        tolerations.as_array().is_some_and(|t| !t.is_empty())
+            && manifest.contains(&serde_json::to_string_pretty(&tolerations[0]["key"]).unwrap()),
+        "{tolerations}"
+    );
+    assert!(
+        container["resources"]["limits"]
+            .get("nvidia.com/gpu")
+            .is_none()
+    );
+
+    // Deleted by its uid, and off the record again; the record keeps its end.
+    assert!(s.object("default", "pod", &reader).is_none());
+    let record = s.record(&id);
+    assert_eq!(record["state"], "SUCCEEDED");
+    assert!(
+        !record["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["kind"] == "Pod"),
+        "{record}"
+    );
+    let left: Vec<_> = fs::read_dir(&run.tmp).unwrap().collect();
+    assert!(left.is_empty(), "the script left {left:?} in TMPDIR");
+
+    // One rank, its last lines: the reader's arguments.
+    let run = s.run(
+        &scenario,
+        &env,
+        &["logs", "--record", &id, "--index", "1", "--tail", "20"],
+    );
+    run.assert_code(0);
+    let text = fs::read_to_string(deleted.join(format!("default-pod-{reader}.json"))).unwrap();
+    let pod: Value = serde_json::from_str(&text).unwrap();
+    let command = pod["spec"]["containers"][0]["command"].as_array().unwrap();
+    assert_eq!(command[5..], ["1", "20"]);
+}
+
+/// The Job is there but its pods are gone (a node was removed, or the pod garbage collector
+/// took them): the kept logs, as for a deleted Job. A reader that finds nothing fails the run,
+/// which still deletes it.
+#[test]
+fn logs_of_a_job_without_pods_are_read_from_its_volume_and_the_reader_always_goes() {
+    let job = "rtdetr-train-4n";
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    keep_logs(&s, "/results/rtdetr");
+    s.preload("job-rtdetr-complete.json");
+    let id = s.running_record(&format!("default/{job}"));
+    let reader = tao_k8s::driver::logs::reader_name(job, &id);
+    let scenario = s.scenario(
+        "no-pods",
+        &format!(
+            "when get pods -l batch.kubernetes.io/controller-uid=* -o name\n\
+             when logs pod/{reader}\n  out tao-k8s: no log of rank 3 was kept under /results/rtdetr/logs/{id}\n"
+        ),
+    );
+    let run = s.run(&scenario, &[], &["logs", "--record", &id, "--index", "3"]);
+    run.assert_code(0);
+    run.assert_stderr(&format!(
+        "tao-k8s: the pods of index 3 of the Job default/{job} are gone: reading the kept logs of \
+         job record {id} from /results/rtdetr/logs/{id}"
+    ));
+
+    // The reader failed: what it said goes to stderr, and it is deleted all the same.
+    let run = s.run(
+        &scenario,
+        &[("FAKE_KUBECTL_POD_PHASE", "Failed")],
+        &["logs", "--record", &id, "--index", "3"],
+    );
+    run.assert_code(1);
+    assert_eq!(run.stdout, "");
+    run.assert_stderr(&format!(
+        "tao-k8s: no log of rank 3 was kept under /results/rtdetr/logs/{id}"
+    ));
+    run.assert_stderr(&format!(
+        "tao-k8s: the reader Pod {reader} read no kept log (above)"
+    ));
+    assert_eq!(
+        run.mutations(),
+        [
+            format!("create -f $TMP/logs/objects/pod-{reader}.json -o jsonpath=…"),
+            format!(
+                "delete --raw /api/v1/namespaces/default/pods/{reader} -f $TMP/rollback/delete-0.json"
+            ),
+        ]
+    );
+    assert!(s.object("default", "pod", &reader).is_none());
+    assert_eq!(s.record(&id)["objects"].as_array().unwrap().len(), 1);
+    assert_eq!(s.record(&id)["state"], "RUNNING");
+}
+
+/// While the pods are there, `logs` reads them as it always did, kept logs or not.
+#[test]
+fn logs_of_pods_that_exist_come_from_the_pods() {
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    keep_logs(&s, "/results/rtdetr");
+    s.preload("job-rtdetr-complete.json");
+    let id = s.running_record("default/rtdetr-train-4n");
+    let run = s.run("job-complete", &[], &["logs", "--record", &id]);
+    run.assert_code(0);
+    assert_eq!(
+        run.lines(),
+        [
+            "get job rtdetr-train-4n -o json --ignore-not-found",
+            "get pods -l batch.kubernetes.io/controller-uid=UID -o name",
+            "logs -l batch.kubernetes.io/controller-uid=UID --prefix --tail -1 -c tao \
+             --max-log-requests 9"
+        ]
+    );
+    assert_eq!(
+        run.stdout,
+        "[pod/rtdetr-train-4n-0-x7k2p/tao] epoch 72/72: loss 0.101\n"
+    );
+    assert!(!run.stderr.contains("kept logs"), "{}", run.stderr);
+}
+
+/// A bundle that keeps no logs: once the pods are gone there is nothing to read, and `logs`
+/// says how to keep them next time; nothing is created.
+#[test]
+fn logs_that_were_not_kept_fail_with_how_to_keep_them() {
+    let job = "rtdetr-train-4n";
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    let id = s.running_record(&format!("default/{job}"));
+    let run = s.run("healthy-cluster", &[], &["logs", "--record", &id]);
+    run.assert_code(1);
+    run.assert_stderr(&format!(
+        "tao-k8s: the Job default/{job} cannot be read (deleted by job.sh cancel, or by its TTL \
+         after it ended?); its pods keep no logs (spec.logs.keep is not set): with \
+         spec.logs.keep: true in the request, the logs outlive the pods"
+    ));
+    assert_eq!(
+        run.lines(),
+        [format!("get job {job} -o json --ignore-not-found")]
+    );
+
+    s.preload("job-rtdetr-complete.json");
+    let scenario = s.scenario(
+        "no-pods",
+        "when get pods -l batch.kubernetes.io/controller-uid=* -o name\n",
+    );
+    let run = s.run(&scenario, &[], &["logs", "--record", &id]);
+    run.assert_code(1);
+    run.assert_stderr(&format!(
+        "tao-k8s: the pods of the Job default/{job} are gone; its pods keep no logs"
+    ));
+    assert_eq!(run.mutations(), Vec::<String>::new());
+}
+
+/// Without the rights to create and delete pods, the reader is not attempted.
+#[test]
+fn a_reader_pod_needs_the_rights_to_create_and_delete_pods() {
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    keep_logs(&s, "/results/rtdetr");
+    let id = s.running_record("default/rtdetr-train-4n");
+    let scenario = s.scenario("no-pod-rights", "when auth can-i delete pods\n  out no\n");
+    let run = s.run(&scenario, &[], &["logs", "--record", &id]);
+    run.assert_code(1);
+    run.assert_stderr("tao-k8s: not allowed to delete pods in namespace default");
+    assert_eq!(run.mutations(), Vec::<String>::new());
+}
+
+/// A fake `aws` in `bin/`: it logs its argv (one line per call) and whether it saw the
+/// submitter's S3 keys in its environment, lists two rank logs and prints a log per copy.
+fn fake_aws(s: &Sandbox) -> PathBuf {
+    let log = s.path("aws.log");
+    let script = format!(
+        "#!/usr/bin/env bash\n\
+         printf '%s\\n' \"$*\" >>'{log}'\n\
+         [ -z \"${{AWS_SECRET_ACCESS_KEY:-}}\" ] || echo 'env: AWS_SECRET_ACCESS_KEY set' >>'{log}'\n\
+         case \" $* \" in\n\
+         \x20 *' s3 ls '*) printf '2026-12-02 08:31:07        120 rank-1.log\\n2026-12-02 08:31:07        99 rank-0.log\\n' ;;\n\
+         \x20 *' s3 cp '*) for a in \"$@\"; do case $a in s3://*) uri=$a ;; esac; done\n\
+         \x20   printf 'first line of %s\\nlast line of %s\\n' \"${{uri##*/}}\" \"${{uri##*/}}\" ;;\n\
+         \x20 *) exit 2 ;;\n\
+         esac\n",
+        log = log.display()
+    );
+    let path = s.path("bin/aws");
+    fs::write(&path, script).unwrap();
+    let mut perms = fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    fs::set_permissions(&path, perms).unwrap();
+    log
+}
+
+/// Tier C: the logs went to S3 with the results. Once the Job is gone, they are read there with
+/// the submitter's own aws CLI and environment (S3_ENDPOINT_URL its --endpoint-url); no key is
+/// on a command line, and nothing is created in the cluster.
+#[test]
+fn tier_c_logs_of_a_deleted_job_are_read_from_s3_with_the_local_aws() {
+    let job = "yolo-train-s3";
+    let s = Sandbox::new("fixtures/requests/valid/tier-c.yaml");
+    keep_logs(&s, "/results");
+    let log = fake_aws(&s);
+    let id = s.running_record(&format!("default/{job}"));
+    let prefix = format!("s3://tao-bucket/runs/{job}/logs/{id}/");
+    let endpoint = ("S3_ENDPOINT_URL", "https://minio.lab.internal:9000");
+    let credentials = [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY];
+    let env = [credentials[0], credentials[1], endpoint];
+    let run = s.run("healthy-cluster", &env, &["logs", "--record", &id]);
+    run.assert_code(0);
+    run.assert_stderr(&format!(
+        "tao-k8s: the Job default/{job} cannot be read (deleted by job.sh cancel, or by its TTL \
+         after it ended?): reading the kept logs of job record {id} from {prefix}"
+    ));
+    assert_eq!(
+        run.stdout,
+        "==> rank-0.log <==\nfirst line of rank-0.log\nlast line of rank-0.log\n\
+         ==> rank-1.log <==\nfirst line of rank-1.log\nlast line of rank-1.log\n"
+    );
+    let ep = "--endpoint-url https://minio.lab.internal:9000";
+    assert_eq!(
+        fs::read_to_string(&log).unwrap(),
+        format!(
+            "{ep} s3 ls {prefix}\nenv: AWS_SECRET_ACCESS_KEY set\n\
+             {ep} s3 cp {prefix}rank-0.log -\nenv: AWS_SECRET_ACCESS_KEY set\n\
+             {ep} s3 cp {prefix}rank-1.log -\nenv: AWS_SECRET_ACCESS_KEY set\n"
+        )
+    );
+    assert_eq!(
+        run.lines(),
+        [format!("get job {job} -o json --ignore-not-found")]
+    );
+    assert_no_leak(&s, &run, &credentials);
+    let aws_log = fs::read_to_string(&log).unwrap();
+    for (name, value) in credentials {
+        assert!(!aws_log.contains(value), "{name} on aws's command line");
+    }
+
+    // One rank, its last line; without S3_ENDPOINT_URL, no --endpoint-url.
+    fs::remove_file(&log).unwrap();
+    let run = s.run(
+        "healthy-cluster",
+        &credentials,
+        &["logs", "--record", &id, "--index", "1", "--tail", "1"],
+    );
+    run.assert_code(0);
+    assert_eq!(run.stdout, "==> rank-1.log <==\nlast line of rank-1.log\n");
+    assert_eq!(
+        fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with("env:"))
+            .collect::<Vec<_>>(),
+        [
+            format!("s3 ls {prefix}"),
+            format!("s3 cp {prefix}rank-1.log -")
+        ]
+    );
+
+    // A rank that left no log.
+    let run = s.run(
+        "healthy-cluster",
+        &[],
+        &["logs", "--record", &id, "--index", "4"],
+    );
+    run.assert_code(1);
+    run.assert_stderr(&format!(
+        "tao-k8s: no log of rank 4 was kept under {prefix}"
+    ));
+
+    // Without aws: where the logs are, to fetch them another way.
+    fs::remove_file(s.path("bin/aws")).unwrap();
+    for dir in ["/usr/bin", "/bin"] {
+        assert!(!Path::new(dir).join("aws").exists(), "{dir} has an aws");
+    }
+    let path = path_without_tao_k8s(&s);
+    let run = s.run(
+        "healthy-cluster",
+        &[("PATH", &path)],
+        &["logs", "--record", &id],
+    );
+    run.assert_code(1);
+    run.assert_stderr(&format!(
+        "tao-k8s: MISSING: aws not found on PATH: the kept logs of job record {id} are in {prefix}"
+    ));
 }

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use tao_k8s::cluster::objects::{Job, List, Pod};
 use tao_k8s::cluster::status::{self, terminal_reason};
 use tao_k8s::diag::printable;
-use tao_k8s::driver::{credentials, objects};
+use tao_k8s::driver::{credentials, logs, objects};
 use tao_k8s::kube::is_workload;
 use tao_k8s::record::{Owned, Store};
 
@@ -93,6 +93,41 @@ enum Step {
     /// Name the fields of MANIFEST that the API server's answer (`kubectl apply
     /// --dry-run=server -o json`) dropped; exit 1 if any.
     KeptFields { manifest: PathBuf, answer: PathBuf },
+    /// Say where the pods of MANIFEST keep the logs of job record ID beyond their own life:
+    /// two lines, `mounted` and the directory with its volume (a reader Pod reads it), `s3` and
+    /// the record's S3 prefix (read with the local aws CLI), or `none` and why.
+    KeptLogs {
+        manifest: PathBuf,
+        #[arg(long, value_name = "ID")]
+        record: String,
+    },
+    /// Write the reader Pod of the logs job record ID kept on a volume of MANIFEST's pods
+    /// (0600, stamped with the record) into DIR; print `FILE Pod NAME`.
+    LogReader {
+        manifest: PathBuf,
+        #[arg(long, value_name = "ID")]
+        record: String,
+        /// Only the log of this completion index.
+        #[arg(long, value_name = "I", value_parser = clap::value_parser!(u32).range(0..=9999))]
+        index: Option<u32>,
+        /// Only the last N lines of each log (-1: all of it).
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        tail: Option<i64>,
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+    /// From LISTING (what `aws s3 ls` printed of the S3 prefix where MANIFEST's pods keep the
+    /// logs of job record ID), the rank logs to read in index order, `NAME URI` each; exit 1
+    /// if there is none (of index I).
+    S3Logs {
+        manifest: PathBuf,
+        #[arg(long, value_name = "ID")]
+        record: String,
+        #[arg(long, value_name = "FILE")]
+        listing: PathBuf,
+        #[arg(long, value_name = "I", value_parser = clap::value_parser!(u32).range(0..=9999))]
+        index: Option<u32>,
+    },
 }
 
 pub fn run(args: DriverArgs) -> ExitCode {
@@ -145,6 +180,26 @@ pub fn run(args: DriverArgs) -> ExitCode {
         }
         Step::Observe => observe(),
         Step::KeptFields { manifest, answer } => return kept_fields(&manifest, &answer),
+        Step::KeptLogs { manifest, record } => kept_logs(&manifest, &record),
+        Step::LogReader {
+            manifest,
+            record,
+            index,
+            tail,
+            out,
+        } => {
+            let reading = logs::Reading {
+                index,
+                tail: tail.and_then(|t| u64::try_from(t).ok()),
+            };
+            log_reader(&manifest, &record, reading, &out)
+        }
+        Step::S3Logs {
+            manifest,
+            record,
+            listing,
+            index,
+        } => s3_logs(&manifest, &record, &listing, index),
     };
     match result {
         Ok(text) => emit(&text),
@@ -172,6 +227,27 @@ struct Secrets {
     ngc_pull: Option<String>,
 }
 
+/// The objects of the manifest (YAML), and its name for messages.
+fn manifest_objects(manifest: &Path) -> Result<(Vec<Value>, String), Refusal> {
+    let source = read_source(manifest).map_err(|e| io(e.message().to_string()))?;
+    let stream = tao_k8s::yaml::parse(&source, tao_k8s::yaml::Limits::default())
+        .map_err(|_| io(format!("{} is not YAML", source.name())))?;
+    let list = stream.documents.iter().map(|d| d.to_json()).collect();
+    Ok((list, source.name().to_string()))
+}
+
+/// The workload (Job or JobSet) of the manifest's objects.
+fn workload<'a>(list: &'a [Value], name: &str) -> Result<&'a Value, Refusal> {
+    list.iter()
+        .find(|o| o["kind"].as_str().is_some_and(is_workload))
+        .filter(|o| {
+            o.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .is_some()
+        })
+        .ok_or_else(|| io(format!("{name} holds no Job nor JobSet")))
+}
+
 /// The manifest's objects and the Secrets, stamped, in creation order, one 0600 file each.
 fn write_objects(
     manifest: &Path,
@@ -180,15 +256,10 @@ fn write_objects(
     out: &Path,
     secrets: &Secrets,
 ) -> Result<String, Refusal> {
-    let source = read_source(manifest).map_err(|e| io(e.message().to_string()))?;
-    let stream = tao_k8s::yaml::parse(&source, tao_k8s::yaml::Limits::default())
-        .map_err(|_| io(format!("{} is not YAML", source.name())))?;
-    let mut list: Vec<Value> = stream.documents.iter().map(|d| d.to_json()).collect();
-    let manifest_job = list
-        .iter()
-        .find(|o| o["kind"].as_str().is_some_and(is_workload))
-        .and_then(|o| o.pointer("/metadata/name")?.as_str())
-        .ok_or_else(|| io(format!("{} holds no Job nor JobSet", source.name())))?
+    let (mut list, source) = manifest_objects(manifest)?;
+    let manifest_job = workload(&list, &source)?["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
         .to_string();
     let job = bundle.unwrap_or(manifest_job);
     let namespace = list
@@ -222,16 +293,82 @@ fn write_objects(
             .unwrap_or_default()
             .to_string();
         if !tao_k8s::kube::names::is_dns1123_subdomain(&name) || kind.is_empty() {
-            return Err(io(format!(
-                "{}: an object without a valid name",
-                source.name()
-            )));
+            return Err(io(format!("{source}: an object without a valid name")));
         }
         let path = out.join(format!("{}-{name}.json", kind.to_lowercase()));
         input::write_private(&path, &object.to_string()).map_err(io)?;
         lines += &format!("{} {kind} {name}\n", path.display());
     }
     Ok(lines)
+}
+
+/// `kept-logs`: where the manifest's pods keep the record's logs, as two lines.
+fn kept_logs(manifest: &Path, record: &str) -> Result<String, Refusal> {
+    let (list, source) = manifest_objects(manifest)?;
+    let kept = logs::kept(workload(&list, &source)?, record);
+    Ok(match &kept {
+        logs::Kept::Not(why) => format!("none\n{why}\n"),
+        logs::Kept::Mounted { .. } => format!("mounted\n{}\n", kept.place()),
+        logs::Kept::S3 { uri } => format!("s3\n{uri}\n"),
+    })
+}
+
+/// `log-reader`: the reader Pod of the record's logs, stamped, in a 0600 file.
+fn log_reader(
+    manifest: &Path,
+    record: &str,
+    reading: logs::Reading,
+    out: &Path,
+) -> Result<String, Refusal> {
+    let (list, source) = manifest_objects(manifest)?;
+    let workload = workload(&list, &source)?;
+    let job = workload["metadata"]["name"].as_str().unwrap_or_default();
+    let namespace = workload
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("default");
+    let kept = logs::kept(workload, record);
+    if let logs::Kept::Not(why) = &kept {
+        return Err(refused(format!(
+            "{source} keeps no logs of job record {record}: {why}"
+        )));
+    }
+    let mut pod = logs::reader_pod(workload, &kept, job, namespace, record, reading)
+        .map_err(|e| refused(format!("{source}: {e}")))?;
+    objects::stamp(&mut pod, Some(record), namespace, job);
+    let name = pod["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    input::create_dir(out).map_err(io)?;
+    let path = out.join(format!("pod-{name}.json"));
+    input::write_private(&path, &pod.to_string()).map_err(io)?;
+    Ok(format!("{} Pod {name}\n", path.display()))
+}
+
+/// `s3-logs`: the rank logs of the listing, under the record's S3 prefix.
+fn s3_logs(
+    manifest: &Path,
+    record: &str,
+    listing: &Path,
+    index: Option<u32>,
+) -> Result<String, Refusal> {
+    let (list, source) = manifest_objects(manifest)?;
+    let logs::Kept::S3 { uri } = logs::kept(workload(&list, &source)?, record) else {
+        return Err(refused(format!(
+            "{source} keeps no logs of job record {record} in S3"
+        )));
+    };
+    let listing = read_source(listing).map_err(|e| io(e.message().to_string()))?;
+    let found = logs::s3_logs(listing.text(), &uri, index);
+    if found.is_empty() {
+        let what = index.map_or("no log".to_string(), |i| format!("no log of rank {i}"));
+        return Err(refused(format!("{what} was kept under {uri}")));
+    }
+    Ok(found
+        .iter()
+        .map(|(name, uri)| format!("{name} {uri}\n"))
+        .collect())
 }
 
 /// The deletes of what a job record created, or of the objects named, Jobs first.

@@ -9,13 +9,16 @@
 //!   Secrets built from them (values read from the environment only, never from argv);
 //! - [`objects`]: the objects a submit creates, stamped with the job record that owns them,
 //!   and the exact deletes (preconditioned on the uid the driver created);
-//! - [`kept`]: what the API server kept of what the driver sent.
+//! - [`kept`]: what the API server kept of what the driver sent;
+//! - [`logs`]: where the pods keep their logs beyond their own life, and the reader Pod that
+//!   `job.sh logs` makes to read them from a volume once the pods are gone.
 //!
 //! The driver owns only what it created: an object is its own when its uid is listed in one
 //! of the submitter's job records ([`crate::record`]), never because of its name.
 
 pub mod credentials;
 pub mod kept;
+pub mod logs;
 pub mod objects;
 pub mod values;
 

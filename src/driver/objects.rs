@@ -99,6 +99,7 @@ pub fn api_path(kind: &str, namespace: &str, name: &str) -> Option<String> {
         "Service" => ("api/v1", "services"),
         "ConfigMap" => ("api/v1", "configmaps"),
         "Secret" => ("api/v1", "secrets"),
+        "Pod" => ("api/v1", "pods"),
         _ => return None,
     };
     Some(format!("/{group}/namespaces/{namespace}/{plural}/{name}"))
@@ -183,7 +184,9 @@ mod tests {
         assert_eq!(body["propagationPolicy"], "Foreground");
         let (path, _) = delete_request(&owned("Secret", "dino-creds"), false).unwrap();
         assert_eq!(path, "/api/v1/namespaces/team-a/secrets/dino-creds");
-        assert!(delete_request(&owned("Pod", "x"), false).is_err());
+        let (path, _) = delete_request(&owned("Pod", "dino-logs-0a1b2c3d"), false).unwrap();
+        assert_eq!(path, "/api/v1/namespaces/team-a/pods/dino-logs-0a1b2c3d");
+        assert!(delete_request(&owned("Deployment", "x"), false).is_err());
         assert!(delete_request(&owned("Job", "--all"), false).is_err());
         let mut bad = owned("Job", "x");
         bad.uid = "a/b".into();
