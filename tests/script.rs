@@ -3625,64 +3625,35 @@ fn a_jobset_bundle_needs_jobset_and_its_names_free() {
 // ---------------------------------------------------------------------------------------------
 // logs kept beyond the pods
 
-/// The bundle's manifest as a request with `spec.logs.keep: true` renders it: the main container
-/// is told the log directory (`<results_dir>/logs`) and its job record, and a tier C uploader
-/// keeps the logs too.
+/// The bundle's manifest rendered from its request with `spec.logs: {keep: true}` added: the
+/// main container is told the log directory (`<results_dir>/logs`) and its job record, and a
+/// tier C uploader keeps the logs too.
 fn keep_logs(s: &Sandbox, results_dir: &str) {
     let request = Path::new(ROOT).join(&s.request);
-    let mut args = vec!["render", request.to_str().unwrap(), "-o", "json"];
+    let text = fs::read_to_string(&request).unwrap();
+    assert!(
+        text.contains("\nspec:\n") && !text.contains("\n  logs:"),
+        "{}",
+        s.request
+    );
+    let kept = s.path("kept-request.yaml");
+    fs::write(
+        &kept,
+        format!("{}\n  logs:\n    keep: true\n", text.trim_end()),
+    )
+    .unwrap();
+    let folder = request.parent().unwrap().to_str().unwrap();
+    let mut args = vec!["render", kept.to_str().unwrap(), "--spec-root", folder];
     args.extend(s.options.iter().map(String::as_str));
     let r = tao(&args, &s.path("state"));
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let answer: Value = serde_json::from_slice(&r.stdout).unwrap();
-    let mut items = match answer["items"].as_array() {
-        Some(items) => items.clone(),
-        None => vec![answer],
-    };
-    let mut kept = false;
-    for object in &mut items {
-        let spec = match object["kind"].as_str() {
-            Some("Job") => object.pointer_mut("/spec/template/spec"),
-            Some("JobSet") => {
-                object.pointer_mut("/spec/replicatedJobs/0/template/spec/template/spec")
-            }
-            _ => None,
-        };
-        let Some(spec) = spec else { continue };
-        for list in ["containers", "initContainers"] {
-            let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else {
-                continue;
-            };
-            for c in containers {
-                let added = match c["name"].as_str() {
-                    Some("tao") => serde_json::json!([
-                        {"name": "TAO_K8S_LOG_DIR", "value": format!("{results_dir}/logs")},
-                        {"name": "TAO_K8S_RECORD", "valueFrom": {"fieldRef":
-                            {"fieldPath": "metadata.labels['tao-k8s.io/job-record']"}}},
-                    ]),
-                    Some("upload-results") => {
-                        serde_json::json!([{"name": "TAO_K8S_KEEP_LOGS", "value": "1"}])
-                    }
-                    _ => continue,
-                };
-                let env = c
-                    .as_object_mut()
-                    .unwrap()
-                    .entry("env")
-                    .or_insert_with(|| serde_json::json!([]));
-                env.as_array_mut()
-                    .unwrap()
-                    .extend(added.as_array().unwrap().iter().cloned());
-                kept = true;
-            }
-        }
-    }
-    assert!(kept, "no container tao in {}", s.request);
-    let text: String = items
-        .iter()
-        .map(|o| format!("---\n{}\n", serde_json::to_string_pretty(o).unwrap()))
-        .collect();
-    fs::write(s.path("bundle/manifest.yaml"), text).unwrap();
+    let manifest = String::from_utf8(r.stdout).unwrap();
+    assert!(
+        manifest.contains(&format!("value: \"{results_dir}/logs\"")),
+        "the log directory is {results_dir}/logs"
+    );
+    assert!(manifest.contains("fieldPath: \"metadata.labels['tao-k8s.io/job-record']\""));
+    fs::write(s.path("bundle/manifest.yaml"), manifest).unwrap();
 }
 
 /// `record mark ID STATE`, as `job.sh status` closes a record.
