@@ -13,20 +13,13 @@
 //!   files are under `<TAO_K8S_RESULTS_URI>logs/<record-id>/`, read on the submitter's machine.
 
 use crate::kube::names;
-use crate::plan::{MAIN_CONTAINER, UPLOAD_CONTAINER};
+use crate::plan::{
+    KEEP_LOGS_ENV, LOG_DIR_ENV, MAIN_CONTAINER, RECORD_ENV, RECORD_FIELD, RESULTS_URI_ENV,
+    UPLOAD_CONTAINER,
+};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-/// The in-pod directory every rank writes its log under (a plain `value`).
-pub const LOG_DIR_ENV: &str = "TAO_K8S_LOG_DIR";
-/// The job record of the pod, from its label.
-pub const RECORD_ENV: &str = "TAO_K8S_RECORD";
-/// The field [`RECORD_ENV`] comes from.
-pub const RECORD_FIELD: &str = "metadata.labels['tao-k8s.io/job-record']";
-/// The uploader's destination, `s3://bucket/prefix/`.
-pub const RESULTS_URI_ENV: &str = "TAO_K8S_RESULTS_URI";
-/// `"1"`: the uploader sends the logs too, under `<uri>logs/`.
-pub const KEEP_LOGS_ENV: &str = "TAO_K8S_KEEP_LOGS";
 /// The reader Pod's script, a constant of the project.
 pub const READ_LOGS_SCRIPT: &str = include_str!("../../scripts/read-logs.sh");
 /// The reader Pod's one container.

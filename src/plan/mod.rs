@@ -64,6 +64,14 @@ pub const RUN_ACTION_NAME: &str = "tao-k8s-run-action";
 pub const LOGS_SUBDIR: &str = "logs";
 /// The downward-API path of the job record the driver stamps on the pods.
 pub const RECORD_FIELD: &str = "metadata.labels['tao-k8s.io/job-record']";
+/// The action's (and a tier C uploader's) variable of the job record, from [`RECORD_FIELD`].
+pub const RECORD_ENV: &str = "TAO_K8S_RECORD";
+/// The action's variable of the kept logs' directory, `<resultsDir>/logs` (a plain value).
+pub const LOG_DIR_ENV: &str = "TAO_K8S_LOG_DIR";
+/// The uploader's variable of its destination, `s3://bucket/prefix/`.
+pub const RESULTS_URI_ENV: &str = "TAO_K8S_RESULTS_URI";
+/// The uploader's variable that makes it send the kept logs too (`"1"`), under `<uri>logs/`.
+pub const KEEP_LOGS_ENV: &str = "TAO_K8S_KEEP_LOGS";
 /// Tier C: how often the uploader sends the checkpoints and kept logs so far.
 pub const SYNC_SECONDS: u32 = 300;
 /// Tier C: the initContainer that fetches the checkpoints uploaded so far.

@@ -7,12 +7,13 @@ use super::names::Names;
 use super::{
     COMPLETION_INDEX_FIELD, CONFIG_DIR, CONFIG_FILE, CONFIG_SHA256_ANNOTATION, CONFIG_VOLUME,
     ConfigMap, Container, DEFAULT_RENDEZVOUS_PORT, DEFAULT_RENDEZVOUS_TIMEOUT, DEFAULT_S3_IMAGE,
-    EmptyDir, EnvVar, FETCH_CHECKPOINTS_CONTAINER, GPU_RESOURCE, JOB_NAME_LABEL, LOGS_SUBDIR,
-    MAIN_CONTAINER, MIN_KUBE_ANNOTATION, Pod, RECORD_FIELD, RENDEZVOUS_PORT_NAME, RESULTS_VOLUME,
-    RUN_ACTION_NAME, RUN_ACTION_SCRIPT, SHM_VOLUME, STAGE_CONFIG_CONTAINER, SYNC_SECONDS,
-    SecretKey, Service, UPLOAD_CONTAINER, UPLOAD_CPU, UPLOAD_GRACE_SECONDS,
-    UPLOAD_MAIN_START_SECONDS, UPLOAD_MEMORY, UPLOAD_RESULTS_SCRIPT, VERIFY_CONFIG_SCRIPT, Volume,
-    VolumeMount, VolumeSource, WAIT_CONTAINER, WAIT_SCRIPT,
+    EmptyDir, EnvVar, FETCH_CHECKPOINTS_CONTAINER, GPU_RESOURCE, JOB_NAME_LABEL, KEEP_LOGS_ENV,
+    LOG_DIR_ENV, LOGS_SUBDIR, MAIN_CONTAINER, MIN_KUBE_ANNOTATION, Pod, RECORD_ENV, RECORD_FIELD,
+    RENDEZVOUS_PORT_NAME, RESULTS_URI_ENV, RESULTS_VOLUME, RUN_ACTION_NAME, RUN_ACTION_SCRIPT,
+    SHM_VOLUME, STAGE_CONFIG_CONTAINER, SYNC_SECONDS, SecretKey, Service, UPLOAD_CONTAINER,
+    UPLOAD_CPU, UPLOAD_GRACE_SECONDS, UPLOAD_MAIN_START_SECONDS, UPLOAD_MEMORY,
+    UPLOAD_RESULTS_SCRIPT, VERIFY_CONFIG_SCRIPT, Volume, VolumeMount, VolumeSource, WAIT_CONTAINER,
+    WAIT_SCRIPT,
 };
 use crate::kube::KubeVersion;
 use crate::request::{
@@ -342,8 +343,8 @@ impl<'a> Layout<'a> {
         if spec.logs.keep {
             let results = self.staging.results_dir.trim_end_matches('/');
             let dir = format!("{results}/{LOGS_SUBDIR}");
-            c.env.push(EnvVar::value("TAO_K8S_LOG_DIR", dir));
-            c.env.push(EnvVar::field("TAO_K8S_RECORD", RECORD_FIELD));
+            c.env.push(EnvVar::value(LOG_DIR_ENV, dir));
+            c.env.push(EnvVar::field(RECORD_ENV, RECORD_FIELD));
             c.env.push(EnvVar::field("TAO_K8S_POD", "metadata.name"));
         }
         if let Some(checkpoint) = &spec.checkpoint {
@@ -384,7 +385,7 @@ impl<'a> Layout<'a> {
         let sidecar = kube_version.has_native_sidecars();
         let mut env = vec![
             EnvVar::value("TAO_K8S_RESULTS_DIR", self.staging.results_dir.clone()),
-            EnvVar::value("TAO_K8S_RESULTS_URI", results.uri.clone()),
+            EnvVar::value(RESULTS_URI_ENV, results.uri.clone()),
         ];
         if sidecar {
             env.push(EnvVar::value("TAO_K8S_UPLOAD_ON", "sigterm"));
@@ -410,8 +411,8 @@ impl<'a> Layout<'a> {
             )
         });
         if spec.logs.keep {
-            env.push(EnvVar::value("TAO_K8S_KEEP_LOGS", "1"));
-            env.push(EnvVar::field("TAO_K8S_RECORD", RECORD_FIELD));
+            env.push(EnvVar::value(KEEP_LOGS_ENV, "1"));
+            env.push(EnvVar::field(RECORD_ENV, RECORD_FIELD));
         }
         if let Some((dir, uri)) = &checkpoints {
             env.push(EnvVar::value("TAO_K8S_SYNC_DIR", *dir));
