@@ -614,7 +614,11 @@ logs() {
   fi
   local args=(--prefix --tail "$tail_lines" -c "$main_container" --max-log-requests "$((nodes + 5))")
   [ "$follow" = 1 ] && args+=(--follow)
-  k logs -l "$labels" "${args[@]}"
+  # A pod whose node is gone is listed until it is collected, but its log cannot be read.
+  if ! k logs -l "$labels" "${args[@]}"; then
+    [ "$follow" = 0 ] || exit 1
+    kept_logs "kubectl cannot read the logs of the pods ${index:+of index $index }of the $workload $ns/$target (above; their node may be gone)"
+  fi
 }
 
 # The logs the pods kept beyond their life (spec.logs.keep), once they are gone ($1 says how);

@@ -3852,6 +3852,38 @@ fn logs_of_a_job_without_pods_are_read_from_its_volume_and_the_reader_always_goe
     assert_eq!(s.record(&id)["state"], "RUNNING");
 }
 
+/// A pod whose node is gone is still listed, but kubectl cannot read its log: the kept logs
+/// are read instead; without them, the failure says how to keep them.
+#[test]
+fn logs_that_kubectl_cannot_read_come_from_where_they_were_kept() {
+    let job = "rtdetr-train-4n";
+    let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
+    s.preload("job-rtdetr-complete.json");
+    let id = s.running_record(&format!("default/{job}"));
+    let reader = tao_k8s::driver::logs::reader_name(job, &id);
+    let scenario = s.scenario(
+        "node-gone",
+        &format!(
+            "when get pods -l batch.kubernetes.io/controller-uid=* -o name\n  out pod/{job}-1-b8d4c\n\
+             when logs -l batch.kubernetes.io/controller-uid=*\n  \
+             err Error from server: Get \"https://10.0.0.7:10250/containerLogs/default/{job}-1-b8d4c/tao\": dial tcp 10.0.0.7:10250: connect: no route to host\n  exit 1\n\
+             when logs pod/{reader}\n  out ==> rank-1.log <==\n  out epoch 9/72: loss 0.4\n"
+        ),
+    );
+    let run = s.run(&scenario, &[], &["logs", "--record", &id, "--index", "1"]);
+    run.assert_code(1);
+    run.assert_stderr("with spec.logs.keep: true in the request, the logs outlive the pods");
+
+    keep_logs(&s, "/results/rtdetr");
+    let run = s.run(&scenario, &[], &["logs", "--record", &id, "--index", "1"]);
+    run.assert_code(0);
+    assert_eq!(run.stdout, "==> rank-1.log <==\nepoch 9/72: loss 0.4\n");
+    run.assert_stderr(&format!(
+        "tao-k8s: kubectl cannot read the logs of the pods of index 1 of the Job default/{job} \
+         (above; their node may be gone): reading the kept logs of job record {id}"
+    ));
+}
+
 /// While the pods are there, `logs` reads them as it always did, kept logs or not.
 #[test]
 fn logs_of_pods_that_exist_come_from_the_pods() {
