@@ -856,6 +856,26 @@ fn admission_policies_from_policy_files_check_other_files() {
         "ValidatingAdmissionPolicy 'registry' with binding 'registry-binding' denied request: \
          failed expression: object.spec.template.spec.containers.all(c, c.image.startsWith('nvcr.io/'))"
     );
+    assert_eq!(found[0]["severity"], "error");
+    // A `Warn` binding admits the object: its finding is a warning.
+    std::fs::write(
+        dir.path().join("warn.yaml"),
+        policy.replace(
+            "validationActions: [Deny]",
+            "validationActions: [Warn, Audit]",
+        ),
+    )
+    .unwrap();
+    let warned = run(&["--policy", "warn.yaml", "bad.yaml"]);
+    let found = findings(&warned);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["severity"], "warning");
+    assert!(
+        found[0]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("(validationActions: Warn: admitted with a warning)")
+    );
     // Without --policy, and without a binding in the file, nothing is checked.
     assert_eq!(code(&run(&["bad.yaml"])), Some(0));
     std::fs::write(

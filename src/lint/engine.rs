@@ -3,7 +3,9 @@
 //! (`crate::crd::Catalogue`); the redaction rules also find the spans that are masked.
 
 use super::findings::{Collected, Findings, Reported, note};
-use super::{Document, Group, KubeVersion, Rule, Selection, UNKNOWN_KIND, registry, rules, steps};
+use super::{
+    Document, Group, KubeVersion, Meta, Rule, Selection, UNKNOWN_KIND, registry, rules, steps,
+};
 use crate::crd::Answer;
 use crate::diag::{Diagnostic, Severity};
 use crate::kube::pod_security::{self, Level, PodSecurity};
@@ -209,15 +211,22 @@ impl<'s> Pass<'s> {
         if found.is_empty() {
             return;
         }
-        let mut findings = Findings::new(self.out.room());
-        found.into_iter().for_each(|f| findings.push(f));
-        self.out.found(
-            self.source,
-            &self.labels[index],
-            index,
-            &rules::AdmissionPolicy::META,
-            findings,
-        );
+        // A `Warn` binding admits the object: what it says is a warning, not the rule's error.
+        const WARNS: Meta = Meta {
+            severity: Severity::Warning,
+            ..rules::AdmissionPolicy::META
+        };
+        for (warns, meta) in [(false, &rules::AdmissionPolicy::META), (true, &WARNS)] {
+            let mut findings = Findings::new(self.out.room());
+            found
+                .iter()
+                .filter(|(_, w)| *w == warns)
+                .for_each(|(f, _)| findings.push(f.clone()));
+            if !findings.kept.is_empty() || findings.over > 0 {
+                self.out
+                    .found(self.source, &self.labels[index], index, meta, findings);
+            }
+        }
     }
 
     /// Check one document as it is parsed, and keep what the stream rules need of it.

@@ -355,8 +355,9 @@ impl Policies {
         self.bindings.is_empty()
     }
 
-    /// What the policies bound to this object's resource say of it on create.
-    pub fn check(&self, doc: &Document, more: Option<&Policies>) -> Vec<Finding> {
+    /// What the policies bound to this object's resource say of it on create, each with
+    /// whether it only warns (its bindings' `validationActions` hold `Warn` and no `Deny`).
+    pub fn check(&self, doc: &Document, more: Option<&Policies>) -> Vec<(Finding, bool)> {
         let mut found = Vec::new();
         let bindings = self
             .bindings
@@ -383,17 +384,22 @@ impl Policies {
             for params in self.params(policy, binding, doc, more) {
                 if let Some(message) = self.evaluate(policy, doc, params, more) {
                     let warn_only = !binding.actions.iter().any(|a| a == "Deny");
-                    found.push(Finding {
+                    let finding = Finding {
                         message: format!(
                             "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {message}{}",
                             policy.name,
                             binding.name,
-                            if warn_only { " (validationActions: Warn: admitted with a warning)" } else { "" }
+                            if warn_only {
+                                " (validationActions: Warn: admitted with a warning)"
+                            } else {
+                                ""
+                            }
                         ),
                         help: None,
                         path: Vec::new(),
                         span: doc.root.span.clone(),
-                    });
+                    };
+                    found.push((finding, warn_only));
                 }
             }
         }
