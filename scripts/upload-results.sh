@@ -1,6 +1,7 @@
 # tao-k8s: uploads the results directory to S3 once the action has ended, whether it succeeded
 # or not: its logs and partial results matter most when it failed. The action runs its own
-# command in the main container, with no wrapper, so this learns that it ended from outside
+# command in the main container (or behind the wrapper of kept logs and checkpoints, which
+# ends with it and writes no word of its end either), so this learns that it ended from outside
 # (an OOM kill of the whole container leaves no word behind), in one of two ways:
 #   TAO_K8S_UPLOAD_ON=sigterm    a native sidecar (an initContainer with restartPolicy Always,
 #       Kubernetes 1.29 and later). It waits for SIGTERM, which the kubelet sends once the main

@@ -366,9 +366,10 @@ impl<'a> Layout<'a> {
         }
     }
 
-    /// Tier C results: the action runs its own command, no wrapper; the uploader learns that
-    /// it ended from the kubelet or from the process table, never from a file the action
-    /// would have to write (an OOM kill writes none), and uploads even after a failure.
+    /// Tier C results: the uploader learns that the action ended (its own command, or the
+    /// wrapper of kept logs and checkpoints, which ends with it) from the kubelet or from the
+    /// process table, never from a file the action would have to write (an OOM kill writes
+    /// none), and uploads even after a failure.
     ///
     /// From 1.29 the uploader is a native sidecar, after the fetches (it starts once they are
     /// done): the kubelet sends it SIGTERM once the action's container has ended, however it
