@@ -196,6 +196,19 @@ fn the_target_flag() {
     let plan: Json = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(plan["run"]["workload"], "JobSet");
     assert_eq!(plan["jobSet"]["replicatedJob"], "workers");
+    // The driver as one script drives the workload `render --target` wrote.
+    for (target, workload, child) in [
+        ("jobset", "JobSet", "dino-train-2n-workers-0"),
+        ("indexed-job", "Job", ""),
+    ] {
+        let run = tao().args(["script", &request, "--target", target]).run();
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        assert!(
+            run.stdout
+                .contains(&format!("\nworkload='{workload}'\nchild_job='{child}'\n")),
+            "{target}"
+        );
+    }
 }
 
 /// The NCCL probe of a JobSet bundle is a Job, whose pull Secret is the JobSet's.

@@ -287,6 +287,9 @@ struct ScriptArgs {
     request: PathBuf,
     #[command(flatten)]
     namespace: NamespaceArg,
+    /// The version and workload of the manifest the script drives (as `render` had them).
+    #[command(flatten)]
+    target: TargetArg,
     #[command(flatten)]
     templates: TemplatesArg,
     #[command(flatten)]
@@ -454,7 +457,11 @@ fn dispatch(out: &Reporter, command: Command) -> ExitCode {
         Command::Render(args) => render_command(out, args),
         Command::Script(args) => {
             let request = render::Requests::one(args.request);
-            let opts = options(args.namespace.namespace);
+            let opts = Options {
+                kube_version: args.target.kube_version,
+                workload: args.target.target.into(),
+                ..options(args.namespace.namespace)
+            };
             let files = Files::with_spec_root(args.spec_root.spec_root);
             let templates = args.templates.templates.as_deref();
             render::render(out, &request, Output::Script, opts, templates, &files)
