@@ -1,13 +1,16 @@
-//! Two of Kubernetes' own CEL libraries, which the `cel` crate does not ship: the lists
-//! library (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf` on any list) and the
-//! regex library (`find`, `findAll` on strings, in RE2 syntax as Go's `regexp`). Their
-//! semantics are those the Kubernetes CEL documentation gives: `min` and `max` of an empty list
-//! are errors, `sum` of one is 0, and a list of values that do not compare is an error.
+//! Three of Kubernetes' own CEL libraries, which the `cel` crate does not ship: the lists
+//! library (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf` on any list), the regex
+//! library (`find`, `findAll` on strings, in RE2 syntax as Go's `regexp`) and the quantity
+//! library (`quantity('64Gi')`, `isQuantity`, comparisons, `add`, `sub`, `asInteger`...).
+//! Their semantics are those the Kubernetes CEL documentation gives: `min` and `max` of an
+//! empty list are errors, `sum` of one is 0, a list of values that do not compare is an error,
+//! and quantities are exact to a billionth of their unit, as `resource.Quantity` keeps them.
 
 use cel::common::types::{
-    CelBool, CelInt, CelList, CelString, DYN_TYPE, INT_TYPE, LIST_TYPE, STRING_TYPE,
+    CelBool, CelDouble, CelInt, CelList, CelString, DYN_TYPE, INT_TYPE, LIST_TYPE, STRING_TYPE,
+    Type,
 };
-use cel::common::value::{CowVal, Val};
+use cel::common::value::{CowVal, StaticVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
 use std::cmp::Ordering;
 
@@ -52,6 +55,169 @@ pub fn regex(env: &mut Env) -> Result<(), DeclarationError> {
         find_all,
     )?;
     Ok(())
+}
+
+/// The quantity library.
+pub fn quantity(env: &mut Env) -> Result<(), DeclarationError> {
+    env.add_type(QUANTITY.to_owned())?;
+    env.add_overload(
+        "quantity",
+        "string_to_quantity",
+        vec![STRING_TYPE],
+        to_quantity,
+    )?;
+    env.add_overload(
+        "isQuantity",
+        "is_quantity_string",
+        vec![STRING_TYPE],
+        is_quantity,
+    )?;
+    let q = || QUANTITY.to_owned();
+    let unary: [(&str, Function); 4] = [
+        ("isInteger", q_is_integer),
+        ("asInteger", q_as_integer),
+        ("asApproximateFloat", q_as_float),
+        ("sign", q_sign),
+    ];
+    for (name, op) in unary {
+        env.add_member_overload(name, &format!("quantity_{name}"), q(), vec![], op)?;
+    }
+    let binary: [(&str, Function); 5] = [
+        ("isGreaterThan", q_greater),
+        ("isLessThan", q_less),
+        ("compareTo", q_compare),
+        ("add", q_add),
+        ("sub", q_sub),
+    ];
+    for (name, op) in binary {
+        env.add_member_overload(name, &format!("quantity_{name}"), q(), vec![q()], op)?;
+    }
+    for (name, op) in [("add", q_add as Function), ("sub", q_sub)] {
+        let id = format!("quantity_{name}_int");
+        env.add_member_overload(name, &id, q(), vec![INT_TYPE], op)?;
+    }
+    Ok(())
+}
+
+type Function = cel::common::functions::Function;
+
+static QUANTITY: Type = Type::new_unspecified_type("kubernetes.Quantity");
+
+/// A `resource.Quantity`: its value in billionths of its unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Quantity(i128);
+
+impl Val for Quantity {
+    fn get_type(&self) -> &Type {
+        <Self as Val>::cel_type()
+    }
+    fn cel_type() -> &'static Type {
+        &QUANTITY
+    }
+    fn equals(&self, other: &dyn Val) -> bool {
+        other.downcast_ref::<Quantity>() == Some(self)
+    }
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
+        Box::new(*self)
+    }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+impl StaticVal for Quantity {}
+
+const NANO: i128 = 1_000_000_000;
+
+fn the_quantity(value: &dyn Val, function: &str) -> Result<Quantity, ExecutionError> {
+    value
+        .downcast_ref::<Quantity>()
+        .copied()
+        .ok_or_else(|| error(function, "expected a quantity"))
+}
+
+/// The other operand of `add` and `sub`: a quantity, or an int of whole units.
+fn operand(value: &dyn Val, function: &str) -> Result<i128, ExecutionError> {
+    if let Ok(n) = <&i64>::try_from(value) {
+        return Ok(i128::from(*n) * NANO);
+    }
+    Ok(the_quantity(value, function)?.0)
+}
+
+fn to_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let text = text(args[0].as_ref(), "quantity")?;
+    let value = crate::kube::quantity::nano(text)
+        .ok_or_else(|| error("quantity", format!("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {text:?}")))?;
+    Ok(owned(Quantity(value)))
+}
+
+fn is_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let text = text(args[0].as_ref(), "isQuantity")?;
+    Ok(owned(CelBool::from(
+        crate::kube::quantity::nano(text).is_some(),
+    )))
+}
+
+fn q_is_integer<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let q = the_quantity(args[0].as_ref(), "isInteger")?;
+    let whole = q.0 % NANO == 0 && i64::try_from(q.0 / NANO).is_ok();
+    Ok(owned(CelBool::from(whole)))
+}
+
+fn q_as_integer<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let q = the_quantity(args[0].as_ref(), "asInteger")?;
+    match i64::try_from(q.0 / NANO) {
+        Ok(n) if q.0 % NANO == 0 => Ok(owned(CelInt::from(n))),
+        _ => Err(error("asInteger", "cannot convert value to integer")),
+    }
+}
+
+fn q_as_float<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let q = the_quantity(args[0].as_ref(), "asApproximateFloat")?;
+    Ok(owned(CelDouble::from(q.0 as f64 / NANO as f64)))
+}
+
+fn q_sign<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let q = the_quantity(args[0].as_ref(), "sign")?;
+    Ok(owned(CelInt::from(q.0.signum() as i64)))
+}
+
+fn order(args: &[CowVal<'_, '_>], function: &str) -> Result<Ordering, ExecutionError> {
+    let a = the_quantity(args[0].as_ref(), function)?;
+    let b = the_quantity(args[1].as_ref(), function)?;
+    Ok(a.cmp(&b))
+}
+
+fn q_greater<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let greater = order(&args, "isGreaterThan")? == Ordering::Greater;
+    Ok(owned(CelBool::from(greater)))
+}
+
+fn q_less<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let less = order(&args, "isLessThan")? == Ordering::Less;
+    Ok(owned(CelBool::from(less)))
+}
+
+fn q_compare<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let n = match order(&args, "compareTo")? {
+        Ordering::Less => -1,
+        Ordering::Equal => 0,
+        Ordering::Greater => 1,
+    };
+    Ok(owned(CelInt::from(n)))
+}
+
+fn q_add<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let a = the_quantity(args[0].as_ref(), "add")?;
+    let b = operand(args[1].as_ref(), "add")?;
+    let sum = a.0.checked_add(b).ok_or_else(|| error("add", "overflow"))?;
+    Ok(owned(Quantity(sum)))
+}
+
+fn q_sub<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let a = the_quantity(args[0].as_ref(), "sub")?;
+    let b = operand(args[1].as_ref(), "sub")?;
+    let difference = a.0.checked_sub(b).ok_or_else(|| error("sub", "overflow"))?;
+    Ok(owned(Quantity(difference)))
 }
 
 fn error(function: &str, message: impl ToString) -> ExecutionError {
@@ -237,6 +403,37 @@ mod tests {
         // Errors on the API server: not guessed here.
         assert_eq!(eval("[].min()"), None);
         assert_eq!(eval("[1, 'a'].isSorted()"), None);
+    }
+
+    #[test]
+    fn the_quantity_library_compares_exactly() {
+        for expression in [
+            "quantity('1') == quantity('1000m')",
+            "quantity('64Gi').isGreaterThan(quantity('64G'))",
+            "quantity('500m').isLessThan(quantity('1'))",
+            "quantity('1Ki').compareTo(quantity('1024')) == 0",
+            "quantity('2').compareTo(quantity('3')) == -1",
+            "quantity('8').isInteger() && quantity('8').asInteger() == 8",
+            "!quantity('1500m').isInteger()",
+            "quantity('1500m').asApproximateFloat() == 1.5",
+            "quantity('1n').isGreaterThan(quantity('0'))",
+            "quantity('-1').sign() == -1 && quantity('0').sign() == 0",
+            "quantity('1Gi').add(quantity('1Gi')) == quantity('2Gi')",
+            "quantity('1').add(2) == quantity('3')",
+            "quantity('1').sub(quantity('250m')) == quantity('750m')",
+            "isQuantity('64Gi') && !isQuantity('64 GB')",
+            // A GPU policy of the kind clusters write.
+            "quantity('8').isLessThan(quantity('9'))",
+        ] {
+            assert_eq!(
+                eval(expression),
+                Some(cel::Value::Bool(true)),
+                "{expression}"
+            );
+        }
+        // Errors on the API server: not guessed here.
+        assert_eq!(eval("quantity('64 GB') == quantity('1')"), None);
+        assert_eq!(eval("quantity('1500m').asInteger()"), None);
     }
 
     #[test]

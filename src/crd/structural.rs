@@ -1502,7 +1502,8 @@ properties:
                 "{rule}"
             );
         }
-        // Kubernetes' own libraries are not evaluated here: no verdict rather than a guess.
+        // Libraries of Kubernetes' that are not here, and function errors (`x` is no
+        // quantity): no verdict rather than a guess.
         for rule in ["url(self).getHost() == 'x'", "quantity(self).isInteger()"] {
             assert_eq!(
                 errors(&schema(rule), "s: x"),

@@ -73,6 +73,17 @@ pub fn parse(text: &str) -> Option<f64> {
 /// The value as a whole number of thousandths of its unit (millicores, millibytes), rounded
 /// up as the scheduler rounds a request up: exact, in integers (`None` past `i128`).
 pub fn milli(text: &str) -> Option<i128> {
+    scaled(text, 3)
+}
+
+/// The value as a whole number of billionths of its unit, the finest a `resource.Quantity`
+/// keeps (finer is rounded up, as apimachinery does): exact, in integers (`None` past `i128`).
+pub fn nano(text: &str) -> Option<i128> {
+    scaled(text, 9)
+}
+
+/// The value times `10^places`, rounded up.
+fn scaled(text: &str, places: i32) -> Option<i128> {
     let p = parts(text)?;
     let digits = format!("{}{}", p.int, p.frac);
     let digits = digits.trim_start_matches('0');
@@ -84,10 +95,10 @@ pub fn milli(text: &str) -> Option<i128> {
     } else {
         digits.parse().ok()?
     };
-    // mantissa / 10^frac_len, times 2^binary, times 10^decimal, times 1000.
+    // mantissa / 10^frac_len, times 2^binary, times 10^decimal, times 10^places.
     let exponent = p
         .decimal
-        .checked_add(3)?
+        .checked_add(places)?
         .checked_sub(i32::try_from(p.frac.len()).ok()?)?;
     let mut value = mantissa.checked_mul(1i128.checked_shl(p.binary)?)?;
     if exponent >= 0 {
