@@ -1,4 +1,5 @@
-//! Three of Kubernetes' own CEL libraries, which the `cel` crate does not ship: the lists
+//! Kubernetes' sets extension (`sets.contains`, `sets.equivalent`, `sets.intersects`) and
+//! three of its own CEL libraries, which the `cel` crate does not ship: the lists
 //! library (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf` on any list), the regex
 //! library (`find`, `findAll` on strings, in RE2 syntax as Go's `regexp`) and the quantity
 //! library (`quantity('64Gi')`, `isQuantity`, comparisons, `add`, `sub`, `asInteger`...).
@@ -55,6 +56,61 @@ pub fn regex(env: &mut Env) -> Result<(), DeclarationError> {
         find_all,
     )?;
     Ok(())
+}
+
+/// The sets extension (cel-go's `ext.Sets`, which Kubernetes enables): lists as sets.
+pub fn sets(env: &mut Env) -> Result<(), DeclarationError> {
+    let pairs: [(&str, Function); 3] = [
+        ("sets.contains", sets_contains),
+        ("sets.equivalent", sets_equivalent),
+        ("sets.intersects", sets_intersects),
+    ];
+    for (name, op) in pairs {
+        env.add_overload(name, name, vec![LIST_TYPE, LIST_TYPE], op)?;
+    }
+    Ok(())
+}
+
+/// Whether every element of `b` is in `a` (by CEL equality: `1 == 1.0`).
+fn holds_all(a: &[&dyn Val], b: &[&dyn Val]) -> bool {
+    b.iter().all(|x| a.iter().any(|y| y.equals(*x)))
+}
+
+/// The elements of a list.
+type Elements<'b, 'v> = Vec<&'b (dyn Val + 'v)>;
+
+fn two_lists<'b, 'v>(
+    args: &'b [CowVal<'b, 'v>],
+    function: &str,
+) -> Result<(Elements<'b, 'v>, Elements<'b, 'v>), ExecutionError> {
+    Ok((
+        elements(args[0].as_ref(), function)?,
+        elements(args[1].as_ref(), function)?,
+    ))
+}
+
+fn sets_contains<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let answer = {
+        let (a, b) = two_lists(&args, "sets.contains")?;
+        holds_all(&a, &b)
+    };
+    Ok(owned(CelBool::from(answer)))
+}
+
+fn sets_equivalent<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let answer = {
+        let (a, b) = two_lists(&args, "sets.equivalent")?;
+        holds_all(&a, &b) && holds_all(&b, &a)
+    };
+    Ok(owned(CelBool::from(answer)))
+}
+
+fn sets_intersects<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let answer = {
+        let (a, b) = two_lists(&args, "sets.intersects")?;
+        b.iter().any(|x| a.iter().any(|y| y.equals(*x)))
+    };
+    Ok(owned(CelBool::from(answer)))
 }
 
 /// The quantity library.
@@ -228,7 +284,7 @@ fn error(function: &str, message: impl ToString) -> ExecutionError {
 fn elements<'b, 'v>(
     list: &'b (dyn Val + 'v),
     function: &str,
-) -> Result<Vec<&'b (dyn Val + 'v)>, ExecutionError> {
+) -> Result<Elements<'b, 'v>, ExecutionError> {
     let iterable = list
         .as_iterable()
         .ok_or_else(|| error(function, "the receiver is not a list"))?;
@@ -434,6 +490,26 @@ mod tests {
         // Errors on the API server: not guessed here.
         assert_eq!(eval("quantity('64 GB') == quantity('1')"), None);
         assert_eq!(eval("quantity('1500m').asInteger()"), None);
+    }
+
+    #[test]
+    fn the_sets_extension_treats_lists_as_sets() {
+        for expression in [
+            "sets.contains([1, 2, 3], [2, 3])",
+            "!sets.contains([1, 2], [3])",
+            "sets.contains([1, 2], [])",
+            "sets.contains([1], [1.0])",
+            "sets.equivalent([1, 2, 2], [2, 1])",
+            "!sets.equivalent([1], [1, 2])",
+            "sets.intersects(['a', 'b'], ['b', 'c'])",
+            "!sets.intersects([1], [])",
+        ] {
+            assert_eq!(
+                eval(expression),
+                Some(cel::Value::Bool(true)),
+                "{expression}"
+            );
+        }
     }
 
     #[test]

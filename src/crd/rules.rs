@@ -3,9 +3,9 @@
 //! them on create: a transition rule (one that reads `oldSelf`) has nothing to compare and is
 //! skipped; a rule that does not compile makes the CRD invalid, once, at its place.
 //!
-//! What the API server has and this evaluator does not (Kubernetes' URL, IP, CIDR, semver,
-//! format and sets libraries) leaves a rule unevaluated rather than guessed (the strings
-//! extension and Kubernetes' lists, regex and quantity libraries are evaluated); so does a rule whose cost on an object would exceed
+//! What the API server has and this evaluator does not (Kubernetes' URL, IP, CIDR, semver and
+//! format libraries) leaves a rule unevaluated rather than guessed (the strings and sets
+//! extensions and Kubernetes' lists, regex and quantity libraries are evaluated); so does a rule whose cost on an object would exceed
 //! [`COST_LIMIT`] (the crate counts no cost, so it is bounded before it runs).
 
 use crate::yaml::{Node, Step, Value};
@@ -18,13 +18,14 @@ const COST_LIMIT: u64 = 10_000_000;
 
 /// CEL's standard library, the strings extension Kubernetes enables (`ext.Strings`:
 /// `lowerAscii`, `split`, `join`, `trim`, `replace`, `indexOf`, `substring`...), and
-/// Kubernetes' lists, regex and quantity libraries.
+/// Kubernetes' lists, regex and quantity libraries and the sets extension.
 static ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
     let mut env = cel::Env::stdlib();
     env.add_extension(cel::extensions::strings)
         .and_then(|()| env.add_extension(super::cel_k8s::lists))
         .and_then(|()| env.add_extension(super::cel_k8s::regex))
         .and_then(|()| env.add_extension(super::cel_k8s::quantity))
+        .and_then(|()| env.add_extension(super::cel_k8s::sets))
         .expect("each library declares its overloads once");
     Arc::new(env)
 });
