@@ -165,7 +165,7 @@ pub struct Items<'a>(&'a [yaml::Node]);
 fn key_name(key: &yaml::Node) -> Cow<'_, str> {
     match &key.value {
         Yaml::Str(s) => Cow::Borrowed(s),
-        _ => Cow::Owned(yaml::key_text(key)),
+        _ => yaml::key_text(key),
     }
 }
 

@@ -348,7 +348,7 @@ fn spec_paths(spec: &Node, at: &mut Vec<Step>, found: &mut Vec<(Vec<Step>, Strin
         }
         Value::Map(entries) => {
             for (k, v) in entries {
-                at.push(Step::Key(crate::yaml::key_text(k)));
+                at.push(Step::Key(crate::yaml::key_text(k).into_owned()));
                 spec_paths(v, at, found);
                 at.pop();
             }
@@ -691,7 +691,7 @@ pub fn rewrite_spec(
         }
         Value::Map(entries) => {
             for (k, v) in entries.iter_mut() {
-                at.push(Step::Key(crate::yaml::key_text(k)));
+                at.push(Step::Key(crate::yaml::key_text(k).into_owned()));
                 rewrite_spec(map, v, at, uncovered);
                 at.pop();
             }

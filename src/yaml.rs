@@ -478,7 +478,7 @@ impl Builder<'_> {
                     Some(_) => {}
                 },
                 Some((k, false)) => {
-                    let name = key_text(&k);
+                    let name = key_text(&k).into_owned();
                     if let Some(&first) = seen.get(&name) {
                         // Enough to report; a hostile stream of them cannot fill memory.
                         if duplicates.len() < MAX_DUPLICATES {
@@ -521,7 +521,9 @@ fn merge_into(
             return Err(refused(&map.span));
         };
         for (k, v) in merged {
-            if let std::collections::hash_map::Entry::Vacant(e) = seen.entry(key_text(&k)) {
+            if let std::collections::hash_map::Entry::Vacant(e) =
+                seen.entry(key_text(&k).into_owned())
+            {
                 e.insert(entries.len());
                 entries.push((k, v));
             }
@@ -586,6 +588,10 @@ fn resolve(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Value {
         ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
         _ => {}
     }
+    // Every number starts with a digit, a sign or a point: most scalars are words.
+    if !text.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '+' | '.')) {
+        return Value::Str(text.to_string());
+    }
     let int = if let Some(oct) = text.strip_prefix("0o") {
         i64::from_str_radix(oct, 8).ok()
     } else if let Some(hex) = text.strip_prefix("0x") {
@@ -647,11 +653,12 @@ fn is_float(s: &str) -> bool {
     mantissa_ok && exponent_ok
 }
 
-/// A mapping key as text: scalars as written, anything else in flow JSON.
-pub fn key_text(key: &Node) -> String {
+/// A mapping key as text: scalars as written, anything else in flow JSON. A string key (nearly
+/// every key) is borrowed: keys are compared and walked far more often than kept.
+pub fn key_text(key: &Node) -> std::borrow::Cow<'_, str> {
     match &key.value {
-        Value::Str(s) => s.clone(),
-        _ => key.to_json().to_string(),
+        Value::Str(s) => std::borrow::Cow::Borrowed(s),
+        _ => std::borrow::Cow::Owned(key.to_json().to_string()),
     }
 }
 
@@ -660,6 +667,44 @@ pub fn key_text(key: &Node) -> String {
 pub enum Step {
     Key(String),
     Index(usize),
+}
+
+/// One step of a path, its key borrowed from the tree: what a walk carries, so that a path is
+/// made owned ([`owned`]) only for what is reported, not at every node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum At<'a> {
+    Key(std::borrow::Cow<'a, str>),
+    Index(usize),
+}
+
+impl At<'_> {
+    /// The key of a key step.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            At::Key(k) => Some(k),
+            At::Index(_) => None,
+        }
+    }
+}
+
+/// A borrowed path as an owned one.
+pub fn owned(path: &[At]) -> Vec<Step> {
+    path.iter()
+        .map(|s| match s {
+            At::Key(k) => Step::Key(k.to_string()),
+            At::Index(i) => Step::Index(*i),
+        })
+        .collect()
+}
+
+/// Whether a borrowed path and an owned one name the same place.
+pub fn same_path(path: &[At], steps: &[Step]) -> bool {
+    path.len() == steps.len()
+        && path.iter().zip(steps).all(|(a, s)| match (a, s) {
+            (At::Key(a), Step::Key(s)) => a == s,
+            (At::Index(a), Step::Index(s)) => a == s,
+            _ => false,
+        })
 }
 
 impl Node {
@@ -676,7 +721,7 @@ impl Node {
             Value::Map(entries) => Json::Object(
                 entries
                     .iter()
-                    .map(|(k, v)| (key_text(k), v.to_json()))
+                    .map(|(k, v)| (key_text(k).into_owned(), v.to_json()))
                     .collect(),
             ),
         }
@@ -694,7 +739,7 @@ impl Node {
                     .map(|(k, v)| {
                         let key = match k.value {
                             Value::Str(s) => s,
-                            _ => key_text(&k),
+                            _ => key_text(&k).into_owned(),
                         };
                         (key, v.into_json())
                     })
@@ -808,12 +853,12 @@ impl serde::Serialize for Node {
 /// visitor names only what it looks at.
 pub trait Visitor<'a> {
     /// A string scalar, at its path.
-    fn string(&mut self, _path: &[Step], _node: &'a Node, _value: &'a str) {}
+    fn string(&mut self, _path: &[At<'a>], _node: &'a Node, _value: &'a str) {}
     /// A mapping key, at the path of the entry it names, before its value is visited.
-    fn key(&mut self, _path: &[Step], _key: &'a Node, _text: &str) {}
+    fn key(&mut self, _path: &[At<'a>], _key: &'a Node, _text: &str) {}
     /// A sequence, at its path, before its items are visited: the indices it returns are not
     /// visited (an item already judged with its neighbours).
-    fn seq(&mut self, _path: &[Step], _items: &'a [Node]) -> Vec<usize> {
+    fn seq(&mut self, _path: &[At<'a>], _items: &'a [Node]) -> Vec<usize> {
         Vec::new()
     }
 }
@@ -825,7 +870,7 @@ pub fn visit<'a>(node: &'a Node, visitor: &mut impl Visitor<'a>) {
     walk(node, &mut Vec::new(), visitor);
 }
 
-fn walk<'a>(node: &'a Node, path: &mut Vec<Step>, visitor: &mut impl Visitor<'a>) {
+fn walk<'a>(node: &'a Node, path: &mut Vec<At<'a>>, visitor: &mut impl Visitor<'a>) {
     match &node.value {
         Value::Str(s) => visitor.string(path, node, s),
         Value::Seq(items) => {
@@ -834,17 +879,16 @@ fn walk<'a>(node: &'a Node, path: &mut Vec<Step>, visitor: &mut impl Visitor<'a>
                 if skip.contains(&i) {
                     continue;
                 }
-                path.push(Step::Index(i));
+                path.push(At::Index(i));
                 walk(item, path, visitor);
                 path.pop();
             }
         }
         Value::Map(entries) => {
             for (k, v) in entries {
-                path.push(Step::Key(key_text(k)));
-                if let Some(Step::Key(text)) = path.last() {
-                    visitor.key(path, k, text);
-                }
+                let text = key_text(k);
+                path.push(At::Key(text.clone()));
+                visitor.key(path, k, &text);
                 walk(v, path, visitor);
                 path.pop();
             }
@@ -855,10 +899,10 @@ fn walk<'a>(node: &'a Node, path: &mut Vec<Step>, visitor: &mut impl Visitor<'a>
 
 /// Every string scalar of a tree with its path: [`visit`] for a visitor that only reads
 /// strings.
-pub fn visit_strings<'a>(node: &'a Node, f: impl FnMut(&[Step], &'a Node, &'a str)) {
+pub fn visit_strings<'a>(node: &'a Node, f: impl FnMut(&[At<'a>], &'a Node, &'a str)) {
     struct Strings<F>(F);
-    impl<'a, F: FnMut(&[Step], &'a Node, &'a str)> Visitor<'a> for Strings<F> {
-        fn string(&mut self, path: &[Step], node: &'a Node, value: &'a str) {
+    impl<'a, F: FnMut(&[At<'a>], &'a Node, &'a str)> Visitor<'a> for Strings<F> {
+        fn string(&mut self, path: &[At<'a>], node: &'a Node, value: &'a str) {
             (self.0)(path, node, value);
         }
     }
@@ -901,19 +945,22 @@ mod tests {
     struct Recorder(Vec<String>);
 
     impl<'a> Visitor<'a> for Recorder {
-        fn string(&mut self, path: &[Step], node: &'a Node, value: &'a str) {
+        fn string(&mut self, path: &[At<'a>], node: &'a Node, value: &'a str) {
             assert!(matches!(&node.value, Value::Str(s) if s == value));
             self.0
-                .push(format!("string {} {value}", display_path(path)));
+                .push(format!("string {} {value}", display_path(&owned(path))));
         }
-        fn key(&mut self, path: &[Step], key: &'a Node, text: &str) {
+        fn key(&mut self, path: &[At<'a>], key: &'a Node, text: &str) {
             assert_eq!(key_text(key), text);
-            assert_eq!(path.last(), Some(&Step::Key(text.to_string())));
-            self.0.push(format!("key {}", display_path(path)));
+            assert_eq!(path.last().and_then(At::key), Some(text));
+            self.0.push(format!("key {}", display_path(&owned(path))));
         }
-        fn seq(&mut self, path: &[Step], items: &'a [Node]) -> Vec<usize> {
-            self.0
-                .push(format!("seq {} {}", display_path(path), items.len()));
+        fn seq(&mut self, path: &[At<'a>], items: &'a [Node]) -> Vec<usize> {
+            self.0.push(format!(
+                "seq {} {}",
+                display_path(&owned(path)),
+                items.len()
+            ));
             vec![1]
         }
     }
@@ -938,7 +985,7 @@ mod tests {
         );
         let mut strings = Vec::new();
         visit_strings(&tree, |path, _, value| {
-            strings.push(format!("{} {value}", display_path(path)))
+            strings.push(format!("{} {value}", display_path(&owned(path))))
         });
         assert_eq!(strings, ["a x", "b[0] p", "b[1] q", "b[2].c r"]);
     }

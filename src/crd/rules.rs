@@ -273,7 +273,12 @@ pub fn to_cel(node: &Node) -> cel::Value {
         Value::Map(entries) => {
             let map: HashMap<Key, cel::Value> = entries
                 .iter()
-                .map(|(k, v)| (Key::String(Arc::new(crate::yaml::key_text(k))), to_cel(v)))
+                .map(|(k, v)| {
+                    (
+                        Key::String(Arc::new(crate::yaml::key_text(k).into_owned())),
+                        to_cel(v),
+                    )
+                })
                 .collect();
             cel::Value::Map(Map { map: Arc::new(map) })
         }

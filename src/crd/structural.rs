@@ -251,7 +251,7 @@ impl Reader {
                                 },
                             )
                         });
-                        properties.push((name.into_boxed_str(), child));
+                        properties.push((name.into_owned().into_boxed_str(), child));
                     }
                     properties.sort_by(|a, b| a.0.cmp(&b.0));
                     schema.properties = properties.into_boxed_slice();
@@ -324,7 +324,7 @@ impl Reader {
                     Value::Seq(names) => {
                         extra.required = names
                             .iter()
-                            .map(|n| crate::yaml::key_text(n).into_boxed_str())
+                            .map(|n| crate::yaml::key_text(n).into_owned().into_boxed_str())
                             .collect();
                     }
                     _ => self.flaw(value, key, "Invalid value: must be a list of field names"),
@@ -431,7 +431,7 @@ impl Reader {
                     let keys = match &value.value {
                         Value::Seq(keys) => keys
                             .iter()
-                            .map(|k| crate::yaml::key_text(k).into_boxed_str())
+                            .map(|k| crate::yaml::key_text(k).into_owned().into_boxed_str())
                             .collect(),
                         _ => Vec::new(),
                     };
@@ -882,21 +882,39 @@ impl Check {
         let closed = structural && schema.closed();
         for (key, value) in entries {
             let name = crate::yaml::key_text(key);
-            if meta && matches!(name.as_str(), "apiVersion" | "kind" | "metadata") {
+            if meta && matches!(name.as_ref(), "apiVersion" | "kind" | "metadata") {
                 // The API server's own: type meta and ObjectMeta, not the CRD's schema.
                 if name != "metadata"
                     && let Some(p) = schema.property(&name)
                 {
-                    self.value(p, (Step::Key(name), &key.span), value, structural, true);
+                    self.value(
+                        p,
+                        (Step::Key(name.into_owned()), &key.span),
+                        value,
+                        structural,
+                        true,
+                    );
                 }
                 continue;
             }
             if let Some(p) = schema.property(&name) {
-                self.value(p, (Step::Key(name), &key.span), value, structural, true);
+                self.value(
+                    p,
+                    (Step::Key(name.into_owned()), &key.span),
+                    value,
+                    structural,
+                    true,
+                );
             } else if let Additional::Schema(a) = &schema.additional {
-                self.value(a, (Step::Key(name), &key.span), value, structural, true);
+                self.value(
+                    a,
+                    (Step::Key(name.into_owned()), &key.span),
+                    value,
+                    structural,
+                    true,
+                );
             } else if closed {
-                self.path.push(Step::Key(name));
+                self.path.push(Step::Key(name.into_owned()));
                 self.errors.push(Error {
                     path: self.path.clone(),
                     span: key.span.clone(),

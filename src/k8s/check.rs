@@ -8,7 +8,7 @@
 use super::{Def, Field, Ty, Version, field_since};
 use crate::kube::KubeVersion;
 use crate::source::Span;
-use crate::yaml::{Node, Step, Value, key_text};
+use crate::yaml::{At, Node, Step, Value, key_text, owned};
 
 /// One thing the API server would refuse.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,16 +45,17 @@ pub fn check(object: &Node, version: KubeVersion) -> Option<Vec<Problem>> {
     Some(walk.out)
 }
 
-struct Walk {
+struct Walk<'a> {
     version: &'static Version,
-    path: Vec<Step>,
+    /// Borrowed from the object: made owned only for what is reported.
+    path: Vec<At<'a>>,
     out: Vec<Problem>,
 }
 
-impl Walk {
+impl<'a> Walk<'a> {
     fn report(&mut self, span: &Span, message: String, help: Option<String>) {
         self.out.push(Problem {
-            path: self.path.clone(),
+            path: owned(&self.path),
             span: span.clone(),
             message,
             help,
@@ -66,7 +67,7 @@ impl Walk {
     }
 
     /// `node` against `ty`; `at` is where to point for a collection (its key, if it has one).
-    fn value(&mut self, node: &Node, at: &Span, ty: Ty) {
+    fn value(&mut self, node: &'a Node, at: &Span, ty: Ty) {
         let scalar_at = &node.span;
         match (ty, &node.value) {
             (Ty::Any, _) => {}
@@ -79,14 +80,14 @@ impl Walk {
             (Ty::Object, Value::Map(_)) => {}
             (Ty::List(items), Value::Seq(list)) => {
                 for (i, item) in list.iter().enumerate() {
-                    self.path.push(Step::Index(i));
+                    self.path.push(At::Index(i));
                     self.value(item, &item.span, *items);
                     self.path.pop();
                 }
             }
             (Ty::Map(values), Value::Map(entries)) => {
                 for (k, v) in entries {
-                    self.path.push(Step::Key(key_text(k)));
+                    self.path.push(At::Key(key_text(k)));
                     self.value(v, &k.span, *values);
                     self.path.pop();
                 }
@@ -161,7 +162,7 @@ impl Walk {
     }
 
     /// A mapping against a definition.
-    fn object(&mut self, node: &Node, at: &Span, def: &'static Def) {
+    fn object(&mut self, node: &'a Node, at: &Span, def: &'static Def) {
         let Value::Map(entries) = &node.value else {
             return;
         };
@@ -169,12 +170,12 @@ impl Walk {
             let name = key_text(k);
             match def.field(&name) {
                 Some(field) => {
-                    self.path.push(Step::Key(name));
+                    self.path.push(At::Key(name));
                     self.value(v, &k.span, field.ty);
                     self.path.pop();
                 }
                 None => {
-                    self.path.push(Step::Key(name.clone()));
+                    self.path.push(At::Key(name.clone()));
                     self.unknown(&k.span, &name, def);
                     self.path.pop();
                 }

@@ -11,7 +11,7 @@
 
 use super::{Def, List, Problem, Ty, Version, list, reaches_list};
 use crate::kube::KubeVersion;
-use crate::yaml::{Node, Step, Value};
+use crate::yaml::{At, Node, Step, Value, owned};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
@@ -42,13 +42,6 @@ pub fn duplicate_entries(object: &Node, version: KubeVersion) -> Vec<Problem> {
     walk.out
 }
 
-/// A step of the path, borrowed: the path is built only for what is reported.
-#[derive(Clone, Copy)]
-enum At<'a> {
-    Key(&'a str),
-    Index(usize),
-}
-
 struct Walk<'a> {
     version: &'static Version,
     path: Vec<At<'a>>,
@@ -67,7 +60,7 @@ impl<'a> Walk<'a> {
             let Some(field) = def.field(name) else {
                 continue;
             };
-            self.path.push(At::Key(name));
+            self.path.push(At::Key(name.into()));
             if let Ty::List(_) = field.ty
                 && let Some(list) = list(def.name, name, self.version)
                 && !list.validated
@@ -96,7 +89,7 @@ impl<'a> Walk<'a> {
             (Ty::Map(values), Value::Map(entries)) if holds_lists(*values) => {
                 for (k, v) in entries {
                     if let Value::Str(key) = &k.value {
-                        self.path.push(At::Key(key));
+                        self.path.push(At::Key(key.into()));
                         self.value(v, *values);
                         self.path.pop();
                     }
@@ -139,14 +132,7 @@ impl<'a> Walk<'a> {
         key: &str,
         refused: bool,
     ) {
-        let mut path: Vec<Step> = self
-            .path
-            .iter()
-            .map(|s| match *s {
-                At::Key(k) => Step::Key(k.to_owned()),
-                At::Index(i) => Step::Index(i),
-            })
-            .collect();
+        let mut path = owned(&self.path);
         path.push(Step::Index(at));
         self.out.push(Problem {
             path,

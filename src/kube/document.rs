@@ -20,6 +20,8 @@ pub struct Document<'a> {
     /// The Pod Security Standards level its namespace enforces (a Namespace's label in the
     /// same file, else `--pod-security`); `None`: not checked.
     pub pod_security: Option<super::PodSecurity>,
+    /// The pod spec's path and node, found once: most rules start from it.
+    pod: std::cell::OnceCell<Option<(Vec<Step>, &'a Node)>>,
 }
 
 impl<'a> Document<'a> {
@@ -37,18 +39,28 @@ impl<'a> Document<'a> {
     }
 
     /// The pod spec node and its path (see [`Document::pod_spec_path`]).
-    pub fn pod_spec(&self) -> Option<(Vec<Step>, &'a Node)> {
-        let path = self.pod_spec_path()?;
-        let node = self.root.lookup(&path)?.1;
-        Some((path, node))
+    pub fn pod_spec(&self) -> Option<(&[Step], &'a Node)> {
+        self.pod
+            .get_or_init(|| {
+                let path = self.find_pod_spec()?;
+                let node = self.root.lookup(&path)?.1;
+                Some((path, node))
+            })
+            .as_ref()
+            .map(|(path, node)| (path.as_slice(), *node))
     }
 
-    /// The pod spec of a Pod, or of the template of a Job, Deployment or StatefulSet.
-    pub fn pod_spec_path(&self) -> Option<Vec<Step>> {
+    /// The path of the pod spec of a Pod, or of the template of a Job, Deployment,
+    /// StatefulSet, DaemonSet, ReplicaSet, CronJob, or of a JobSet's first replicated Job.
+    pub fn pod_spec_path(&self) -> Option<&[Step]> {
+        self.pod_spec().map(|(path, _)| path)
+    }
+
+    fn find_pod_spec(&self) -> Option<Vec<Step>> {
         if let Some(job) = self.jobset_job_path() {
             let mut path = job;
             path.extend(["template", "spec"].map(|k| Step::Key(k.into())));
-            return self.at(&path).is_some().then_some(path);
+            return Some(path);
         }
         let keys: &[&str] = match self.kind {
             "Pod" => &["spec"],
@@ -58,8 +70,7 @@ impl<'a> Document<'a> {
             "CronJob" => &["spec", "jobTemplate", "spec", "template", "spec"],
             _ => return None,
         };
-        let path: Vec<Step> = keys.iter().map(|k| Step::Key(k.to_string())).collect();
-        self.at(&path).is_some().then_some(path)
+        Some(keys.iter().map(|k| Step::Key(k.to_string())).collect())
     }
 }
 
@@ -104,6 +115,7 @@ impl<'a> Document<'a> {
             yaml11_booleans,
             kube_version: KubeVersion::NEWEST,
             pod_security: None,
+            pod: std::cell::OnceCell::new(),
         })
     }
 }

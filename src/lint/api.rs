@@ -188,7 +188,7 @@ impl Selector {
             .map(entries)
             .unwrap_or_default()
             .iter()
-            .map(|(k, v)| (crate::yaml::key_text(k), owned(Some(v))))
+            .map(|(k, v)| (crate::yaml::key_text(k).into_owned(), owned(Some(v))))
             .collect();
         let expressions = node
             .get("matchExpressions")
@@ -200,7 +200,10 @@ impl Selector {
                 (
                     owned(e.get("key")),
                     owned(e.get("operator")),
-                    values.iter().map(crate::yaml::key_text).collect(),
+                    values
+                        .iter()
+                        .map(|v| crate::yaml::key_text(v).into_owned())
+                        .collect(),
                 )
             })
             .collect();
@@ -238,6 +241,6 @@ pub fn labels_of(metadata: Option<&Node>) -> HashMap<String, String> {
         .map(entries)
         .unwrap_or_default()
         .iter()
-        .filter_map(|(k, v)| Some((crate::yaml::key_text(k), text(v)?.to_owned())))
+        .filter_map(|(k, v)| Some((crate::yaml::key_text(k).into_owned(), text(v)?.to_owned())))
         .collect()
 }

@@ -333,9 +333,9 @@ impl<'s> Pass<'s> {
             .kept
             .iter()
             .filter_map(|(_, node)| Document::new(source, node, &stream.yaml11_booleans))
-            .map(|doc| Document {
-                kube_version: self.kube_version,
-                ..doc
+            .map(|mut doc| {
+                doc.kube_version = self.kube_version;
+                doc
             })
             .collect();
         for rule in &self.rules {

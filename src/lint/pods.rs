@@ -15,7 +15,7 @@ pub fn containers<'a>(doc: &Document<'a>, lists: &[&str]) -> Vec<(Vec<Step>, &'a
     };
     let mut out = Vec::new();
     for list in lists {
-        let mut path = spec.clone();
+        let mut path = spec.to_vec();
         path.push(Step::Key(list.to_string()));
         let Some((
             _,

@@ -98,7 +98,7 @@ fn text(node: Option<&Node>) -> Option<String> {
 
 fn strings(node: Option<&Node>) -> Vec<String> {
     match node.map(|n| &n.value) {
-        Some(Value::Seq(items)) => items.iter().map(key_text).collect(),
+        Some(Value::Seq(items)) => items.iter().map(|i| key_text(i).into_owned()).collect(),
         _ => Vec::new(),
     }
 }

@@ -386,29 +386,29 @@ impl Reader<'_> {
     ) {
         let name = super::key_text(&key);
         let found = match seen {
-            Some(seen) => seen.get(&name).copied(),
+            Some(seen) => seen.get(name.as_ref()).copied(),
             None => entries.iter().position(|(k, _)| match &k.value {
-                Value::Str(s) => *s == name,
+                Value::Str(s) => *s == *name,
                 _ => super::key_text(k) == name,
             }),
         };
         if let Some(first) = found {
             self.duplicates.push(DuplicateKey {
-                key: name,
+                key: name.into_owned(),
                 first: entries[first].0.span.clone(),
                 second: key.span,
             });
             return;
         }
         if let Some(seen) = seen {
-            seen.insert(name, entries.len());
+            seen.insert(name.into_owned(), entries.len());
         } else if entries.len() >= 16 {
             let mut map: std::collections::HashMap<String, usize> = entries
                 .iter()
                 .enumerate()
-                .map(|(i, (k, _))| (super::key_text(k), i))
+                .map(|(i, (k, _))| (super::key_text(k).into_owned(), i))
                 .collect();
-            map.insert(name, entries.len());
+            map.insert(name.into_owned(), entries.len());
             *seen = Some(map);
         }
         entries.push((key, value));

@@ -39,7 +39,7 @@ impl Rule for Affinity {
             return;
         };
         let mut report = Report::new(doc, out);
-        let at = key(&pod, "affinity");
+        let at = key(pod, "affinity");
         if let Some(node) = affinity.get("nodeAffinity") {
             let here = key(&at, "nodeAffinity");
             if let Some(required) = node.get("requiredDuringSchedulingIgnoredDuringExecution") {

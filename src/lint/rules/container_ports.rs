@@ -43,7 +43,7 @@ impl Rule for ContainerPorts {
         // is its `containerPort` (defaulted to it when unset).
         let host_network = doc
             .pod_spec_path()
-            .and_then(|p| doc.at(&p))
+            .and_then(|p| doc.at(p))
             .and_then(|spec| spec.get("hostNetwork"))
             .is_some_and(|n| matches!(n.value, crate::yaml::Value::Bool(true)));
         for (path, container) in all_containers(doc) {

@@ -65,7 +65,7 @@ impl Rule for GpuToleration {
                     Some(Value::Str(s)) => s.as_str(),
                     _ => "?",
                 };
-                let mut path = pod.clone();
+                let mut path = pod.to_vec();
                 path.extend([
                     Step::Key(field.into()),
                     Step::Index(i),

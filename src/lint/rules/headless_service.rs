@@ -150,7 +150,7 @@ fn service_problems(service: &Document, job: &Document, labels: Option<&Node>) -
                     .collect(),
                 n.span.clone(),
             ),
-            (None, Some((k, _))) => (vec![Step::Key(key_text(k))], k.span.clone()),
+            (None, Some((k, _))) => (vec![Step::Key(key_text(k).into_owned())], k.span.clone()),
             (None, None) => return,
         };
         let message = format!(

@@ -45,7 +45,7 @@ impl Rule for IndexedJobShm {
         }
         let volumes: &[Node] = match doc
             .pod_spec_path()
-            .and_then(|p| doc.root.lookup(&p))
+            .and_then(|p| doc.root.lookup(p))
             .and_then(|(_, pod)| pod.get("volumes"))
             .map(|v| &v.value)
         {

@@ -1,6 +1,6 @@
 use crate::lint::{Document, Finding, Findings, Rule};
 use crate::secrets;
-use crate::yaml::{Node, Step, Value};
+use crate::yaml::{At, Node, Step, Value, owned, same_path};
 
 crate::rule! {
     /// What it checks: every string of an object (env values, command and args, `sh -c`
@@ -50,12 +50,12 @@ impl Rule for InlineCredential {
         let report = |out: &mut Findings,
                       f: &secrets::Finding,
                       text: &str,
-                      path: &[Step],
+                      path: Vec<Step>,
                       node: &Node| {
             out.push(Finding {
                 message: format!("{} inline (`{}`)", f.what, secrets::mask(&text[f.range.clone()])),
                 help: Some("move it to a Secret and reference it with `valueFrom.secretKeyRef` or `envFrom.secretRef`".into()),
-                path: path.to_vec(),
+                path,
                 span: node.span.clone(),
             });
         };
@@ -79,9 +79,9 @@ impl Rule for InlineCredential {
                         && key.len() >= 12
                         && let Some(f) = secrets::scan_text(key).first()
                     {
-                        let mut at = path.to_vec();
+                        let mut at = owned(path);
                         at.push(Step::Key(key.clone()));
-                        report(out, f, key, &at, k);
+                        report(out, f, key, at, k);
                     }
                 }
                 return;
@@ -94,32 +94,28 @@ impl Rule for InlineCredential {
                 } else {
                     ("args", i - command.len(), &args[i - command.len()])
                 };
-                let mut at = path.to_vec();
+                let mut at = owned(path);
                 at.extend([Step::Key(key.into()), Step::Index(index)]);
-                report(out, &f, words[i], &at, node);
+                report(out, &f, words[i], at.clone(), node);
                 flagged.push(at);
             }
         });
         crate::yaml::visit_strings(doc.root, |path, node, value| {
-            if flagged.iter().any(|f| f == path) {
+            if flagged.iter().any(|f| same_path(path, f)) {
                 return;
             }
             // Encrypted data is not secret.
-            if path
-                .iter()
-                .any(|s| matches!(s, Step::Key(k) if k == "encryptedData"))
-            {
+            if path.iter().any(|s| s.key() == Some("encryptedData")) {
                 return;
             }
             // A Secret's `data` and a ConfigMap's `binaryData` are base64: judged decoded, key by
             // key, like any other value (a CA certificate or a flag is no credential).
             let secret = doc.kind == "Secret"
                 && path.len() == 2
-                && matches!(path.first(), Some(Step::Key(k)) if k == "data" || k == "stringData");
-            let binary = matches!(
-                (doc.kind, path.first()),
-                ("ConfigMap", Some(Step::Key(k))) if k == "binaryData"
-            ) || (secret && matches!(path.first(), Some(Step::Key(k)) if k == "data"));
+                && matches!(path.first().and_then(At::key), Some("data" | "stringData"));
+            let first = path.first().and_then(At::key);
+            let binary = (doc.kind == "ConfigMap" && first == Some("binaryData"))
+                || (secret && first == Some("data"));
             let decoded = binary.then(|| secrets::decode_base64(value)).flatten();
             let text = decoded.as_deref().unwrap_or(value);
             let name = name_of(doc, path);
@@ -128,7 +124,7 @@ impl Rule for InlineCredential {
                 false => secrets::scan_assignment(name, text),
             };
             if let Some(f) = found.first() {
-                report(out, f, text, path, node);
+                report(out, f, text, owned(path), node);
             }
         });
     }
@@ -138,19 +134,23 @@ impl Rule for InlineCredential {
 type Entries = [(Node, Node)];
 
 /// Every map of the tree with its path, outermost first.
-fn walk_maps(node: &Node, path: &mut Vec<Step>, f: &mut dyn FnMut(&[Step], &Entries)) {
+fn walk_maps<'a>(
+    node: &'a Node,
+    path: &mut Vec<At<'a>>,
+    f: &mut dyn FnMut(&[At<'a>], &'a Entries),
+) {
     match &node.value {
         Value::Map(entries) => {
             f(path, entries);
             for (k, v) in entries {
-                path.push(Step::Key(crate::yaml::key_text(k)));
+                path.push(At::Key(crate::yaml::key_text(k)));
                 walk_maps(v, path, f);
                 path.pop();
             }
         }
         Value::Seq(items) => {
             for (i, item) in items.iter().enumerate() {
-                path.push(Step::Index(i));
+                path.push(At::Index(i));
                 walk_maps(item, path, f);
                 path.pop();
             }
@@ -160,12 +160,15 @@ fn walk_maps(node: &Node, path: &mut Vec<Step>, f: &mut dyn FnMut(&[Step], &Entr
 }
 
 /// The name a value is assigned to: an env entry's `name`, else the key that holds it.
-fn name_of<'a>(doc: &'a Document, path: &'a [Step]) -> &'a str {
-    let Some((Step::Key(last), parent)) = path.split_last() else {
+fn name_of<'a>(doc: &'a Document, path: &'a [At]) -> &'a str {
+    let Some((At::Key(last), parent)) = path.split_last() else {
         return "";
     };
     if last == "value"
-        && let Some(Value::Str(name)) = doc.at(parent).and_then(|p| p.get("name")).map(|n| &n.value)
+        && let Some(Value::Str(name)) = doc
+            .at(&owned(parent))
+            .and_then(|p| p.get("name"))
+            .map(|n| &n.value)
     {
         return name;
     }

@@ -34,7 +34,7 @@ impl Rule for JobRestartPolicy {
         if !doc.api_version.starts_with("batch/") || !matches!(doc.kind, "Job" | "CronJob") {
             return;
         }
-        let Some(mut path) = doc.pod_spec_path() else {
+        let Some(mut path) = doc.pod_spec_path().map(<[Step]>::to_vec) else {
             return;
         };
         let Some((Some(spec_key), spec)) = doc.root.lookup(&path) else {

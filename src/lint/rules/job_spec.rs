@@ -287,12 +287,12 @@ fn per_index_fields_need_indexed(report: &mut Report, path: &[Step], spec: &Node
 fn pod_failure_policy_never_restarts(report: &mut Report, doc: &Document, spec: &Node) {
     if spec.get("podFailurePolicy").is_some()
         && let Some(pod) = doc.pod_spec_path()
-        && let Some((_, node)) = doc.root.lookup(&key(&pod, "restartPolicy"))
+        && let Some((_, node)) = doc.root.lookup(&key(pod, "restartPolicy"))
         && let Some(policy) = text(node)
         && policy == "OnFailure"
     {
         report.at(
-            key(&pod, "restartPolicy"),
+            key(pod, "restartPolicy"),
             node,
             "a Job with a `podFailurePolicy` must have `restartPolicy: Never` in its pod template".into(),
             "set `restartPolicy: Never`: the policy judges failed pods, which OnFailure never leaves",

@@ -49,7 +49,7 @@ impl Rule for LabelSyntax {
             add(steps("spec.jobTemplate.spec.selector.matchLabels"));
         }
         if let Some(pod) = doc.pod_spec_path() {
-            add(key(&pod, "nodeSelector"));
+            add(key(pod, "nodeSelector"));
         }
         let mut report = Report::new(doc, out);
         for (path, map) in maps {

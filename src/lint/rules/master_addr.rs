@@ -92,7 +92,7 @@ fn pod_zero(doc: &Document) -> Option<(String, bool)> {
         return None;
     }
     let pod = doc.pod_spec_path()?;
-    let subdomain = text(&[pod.as_slice(), &steps("subdomain")].concat())?;
+    let subdomain = text(&[pod, &steps("subdomain")].concat())?;
     Some((format!("{name}-0.{subdomain}"), completions(&steps("spec"))))
 }
 

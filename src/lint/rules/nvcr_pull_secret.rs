@@ -37,7 +37,7 @@ impl Rule for NvcrPullSecret {
         let Some(pod) = doc.pod_spec_path() else {
             return Vec::new();
         };
-        let Some(spec) = doc.at(&pod) else {
+        let Some(spec) = doc.at(pod) else {
             return Vec::new();
         };
         let nvcr = ["initContainers", "containers"].iter().any(|field| match spec.get(field).map(|n| &n.value) {
@@ -56,7 +56,7 @@ impl Rule for NvcrPullSecret {
                 _ => 0,
             };
             (0..count).map(|j| {
-                let mut path = pod.clone();
+                let mut path = pod.to_vec();
                 path.extend([
                     Step::Key(field.to_string()),
                     Step::Index(j),
@@ -67,7 +67,7 @@ impl Rule for NvcrPullSecret {
         });
         ["serviceAccountName", "serviceAccount", "imagePullSecrets"]
             .iter()
-            .map(|k| [pod.clone(), vec![Step::Key(k.to_string())]].concat())
+            .map(|k| [pod, &[Step::Key(k.to_string())]].concat())
             .chain(images)
             .collect()
     }
@@ -115,7 +115,7 @@ impl Rule for NvcrPullSecret {
             let Some((field, j, node, image)) = first else {
                 continue;
             };
-            let mut path = pod.clone();
+            let mut path = pod.to_vec();
             path.extend([
                 Step::Key(field.into()),
                 Step::Index(j),

@@ -162,7 +162,7 @@ impl Rule for ObjectName {
                         "pod `{field}` `{}` must be {DNS1123_LABEL}",
                         shown(node, 80)
                     );
-                    report.at(key(&pod, field), node, message, "");
+                    report.at(key(pod, field), node, message, "");
                 }
             }
         }

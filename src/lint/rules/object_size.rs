@@ -38,7 +38,10 @@ impl Rule for ObjectSize {
         let (mut path, mut node) = (Vec::new(), doc.root);
         loop {
             let children: Vec<(Step, &Node)> = match &node.value {
-                Value::Map(e) => e.iter().map(|(k, v)| (Step::Key(key_text(k)), v)).collect(),
+                Value::Map(e) => e
+                    .iter()
+                    .map(|(k, v)| (Step::Key(key_text(k).into_owned()), v))
+                    .collect(),
                 Value::Seq(items) => items
                     .iter()
                     .enumerate()
@@ -123,6 +126,9 @@ pub fn json_size(node: &Node) -> usize {
 
 /// A JSON string's bytes: quotes, and escapes for `"`, `\\` and control characters.
 fn string_size(s: &str) -> usize {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        return 2 + s.len();
+    }
     2 + s
         .bytes()
         .map(|b| match b {

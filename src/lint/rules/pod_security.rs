@@ -125,7 +125,7 @@ impl Rule for PodSecurityStandards {
             );
         };
         let pod_sc = spec.get("securityContext");
-        let pod_sc_path = || key(&pod, "securityContext");
+        let pod_sc_path = || key(pod, "securityContext");
         let containers = all_containers(doc);
         fn sc_of(c: &Node) -> Option<&Node> {
             c.get("securityContext")
@@ -137,7 +137,7 @@ impl Rule for PodSecurityStandards {
         for field in ["hostNetwork", "hostPID", "hostIPC"] {
             if flag(Some(spec), field) == Some(true) {
                 say(
-                    key(&pod, field),
+                    key(pod, field),
                     spec.get(field).unwrap_or(spec),
                     "host namespaces",
                     format!("{field}=true"),
@@ -374,7 +374,7 @@ impl Rule for PodSecurityStandards {
             .enumerate()
         {
             let vname = volume.get("name").and_then(text).unwrap_or("<unnamed>");
-            let at = index(&key(&pod, "volumes"), i);
+            let at = index(&key(pod, "volumes"), i);
             // gitRepo runs git on the node as root (from 1.31; restricted refuses it anyway).
             if !restricted && version.minor >= 31 && volume.get("gitRepo").is_some() {
                 say(

@@ -40,7 +40,7 @@ impl Rule for PodSpec {
         match spec.entry("containers") {
             Some((k, list)) if matches!(&list.value, Value::Seq(s) if s.is_empty()) => {
                 report.at(
-                    key(&pod, "containers"),
+                    key(pod, "containers"),
                     k,
                     "a pod with no container: the API server refuses it (Required value)".into(),
                     "",
@@ -59,7 +59,7 @@ impl Rule for PodSpec {
                 let Some(node) = c.get("restartPolicy") else {
                     continue;
                 };
-                let at = key(&index(&key(&pod, list), i), "restartPolicy");
+                let at = key(&index(&key(pod, list), i), "restartPolicy");
                 match allowed {
                     None => report.at(at, node, "`restartPolicy` on a regular container: the API server refuses it (may not be set for non-init containers)".into(), "set it on the pod, or make the container a sidecar init container"),
                     Some(a) if text(node) != Some(a) => report.at(at, node, format!("`restartPolicy: {}` on an init container: the API server refuses it (supported: `Always`, a sidecar)", shown(node, 40)), "remove it: init containers run once by default"),
@@ -71,7 +71,7 @@ impl Rule for PodSpec {
             && int(node).is_some_and(|n| n < 1)
         {
             report.at(
-                key(&pod, "activeDeadlineSeconds"),
+                key(pod, "activeDeadlineSeconds"),
                 node,
                 format!(
                     "`activeDeadlineSeconds: {}` must be at least 1: the API server refuses it",
@@ -90,7 +90,7 @@ impl Rule for PodSpec {
                 && !name.is_empty()
                 && !is_dns1123_subdomain(name)
             {
-                report.at(key(&pod, field), node, format!("`{field}: {}` is not a valid name: the API server refuses it ({DNS1123_SUBDOMAIN})", shown(node, 80)), "");
+                report.at(key(pod, field), node, format!("`{field}: {}` is not a valid name: the API server refuses it ({DNS1123_SUBDOMAIN})", shown(node, 80)), "");
             }
         }
         // `validateSchedulingGates`: qualified names, each once; the server names the item.
@@ -105,7 +105,7 @@ impl Rule for PodSpec {
             let Some(name) = gate.get("name").and_then(text) else {
                 continue;
             };
-            let at = index(&key(&pod, "schedulingGates"), i);
+            let at = index(&key(pod, "schedulingGates"), i);
             if !crate::kube::names::is_qualified_name(name) {
                 report.at(
                     at,
@@ -125,7 +125,7 @@ impl Rule for PodSpec {
                 );
             }
         }
-        dns(&mut report, &pod, spec);
+        dns(&mut report, pod, spec);
         for (i, alias) in spec
             .get("hostAliases")
             .map(items)
@@ -133,7 +133,7 @@ impl Rule for PodSpec {
             .iter()
             .enumerate()
         {
-            let at = index(&key(&pod, "hostAliases"), i);
+            let at = index(&key(pod, "hostAliases"), i);
             if let Some(node) = alias.get("ip")
                 && let Some(ip) = text(node)
                 && ip.parse::<IpAddr>().is_err()
@@ -169,7 +169,7 @@ impl Rule for PodSpec {
                 Some(Value::Bool(true))
             )
         {
-            report.at(key(&pod, "shareProcessNamespace"), node, "`shareProcessNamespace` with `hostPID`: the API server refuses it (they cannot both be enabled)".into(), "");
+            report.at(key(pod, "shareProcessNamespace"), node, "`shareProcessNamespace` with `hostPID`: the API server refuses it (they cannot both be enabled)".into(), "");
         }
     }
 }

@@ -66,7 +66,7 @@ fn valid<'n>(
     path: &ContainerPath,
     list: &str,
     entries: &'n [(Node, Node)],
-) -> Vec<(String, &'n Node, f64)> {
+) -> Vec<(std::borrow::Cow<'n, str>, &'n Node, f64)> {
     let mut out = Vec::new();
     for (k, v) in entries {
         let name = key_text(k);
@@ -128,7 +128,7 @@ impl Rule for ResourceQuantities {
             let limits = resources.get("limits").map(entries).unwrap_or_default();
             let requests = resources.get("requests").map(entries).unwrap_or_default();
             // `validateResourceRequirements`: huge pages come with cpu or memory.
-            let names: Vec<String> = limits
+            let names: Vec<_> = limits
                 .iter()
                 .chain(requests)
                 .map(|(k, _)| key_text(k))

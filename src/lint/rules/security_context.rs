@@ -33,7 +33,7 @@ impl Rule for SecurityContext {
         };
         let mut report = Report::new(doc, out);
         if let Some(sc) = spec.get("securityContext") {
-            let at = key(&pod, "securityContext");
+            let at = key(pod, "securityContext");
             common(
                 &mut report,
                 &at,

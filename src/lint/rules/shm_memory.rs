@@ -69,7 +69,7 @@ impl Rule for ShmMemory {
             };
             let container = text(container.get("name")).unwrap_or_else(|| "?".into());
             let size_text = text(Some(size_node)).unwrap_or_default();
-            let mut path = pod.clone();
+            let mut path = pod.to_vec();
             path.extend([
                 Step::Key("volumes".into()),
                 Step::Index(v),

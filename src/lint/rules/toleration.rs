@@ -39,7 +39,7 @@ impl Rule for Toleration {
         };
         let mut report = Report::new(doc, out);
         for (i, t) in items(list).iter().enumerate() {
-            let at = index(&key(&pod, "tolerations"), i);
+            let at = index(&key(pod, "tolerations"), i);
             let fields = Fields {
                 key: t.get("key").and_then(text),
                 operator: t.get("operator").and_then(text),

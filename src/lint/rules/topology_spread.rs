@@ -37,7 +37,7 @@ impl Rule for TopologySpread {
             return;
         };
         let mut report = Report::new(doc, out);
-        let list = key(&pod, "topologySpreadConstraints");
+        let list = key(pod, "topologySpreadConstraints");
         let mut seen: HashMap<(&str, &str), usize> = HashMap::new();
         for (i, c) in items(constraints).iter().enumerate() {
             let at = index(&list, i);

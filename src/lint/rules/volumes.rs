@@ -79,7 +79,7 @@ impl Rule for Volumes {
             .iter()
             .enumerate()
         {
-            let at = || index(&key(&pod, "volumes"), i);
+            let at = || index(&key(pod, "volumes"), i);
             volume_name(&mut report, &at, volume, &mut declared);
             one_source(&mut report, &at, volume);
             source_fields(&mut report, &at, volume, doc.source);
@@ -145,7 +145,7 @@ fn volume_name<'n>(
 fn one_source(report: &mut Report, at: &impl Fn() -> Vec<Step>, volume: &Node) {
     let sources: Vec<_> = crate::lint::api::entries(volume)
         .iter()
-        .filter(|(k, _)| SOURCES.contains(&key_text(k).as_str()))
+        .filter(|(k, _)| SOURCES.contains(&key_text(k).as_ref()))
         .collect();
     if let Some((second, _)) = sources.get(1) {
         let names: Vec<String> = sources

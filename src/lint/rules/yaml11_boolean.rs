@@ -36,7 +36,11 @@ impl Rule for Yaml11Boolean {
                 .yaml11_booleans
                 .binary_search_by_key(&node.span.start, |s| s.start)
                 .is_ok_and(|i| doc.yaml11_booleans[i] == node.span);
-            let Some(what) = listed.then(|| wants_string(doc.kind, path)).flatten() else {
+            if !listed {
+                return;
+            }
+            let path = crate::yaml::owned(path);
+            let Some(what) = wants_string(doc.kind, &path) else {
                 return;
             };
             // An alias copies its anchor's node, span included: report the scalar once.
@@ -50,7 +54,7 @@ impl Rule for Yaml11Boolean {
                     matches!(value.to_ascii_lowercase().as_str(), "y" | "yes" | "on"),
                 ),
                 help: Some(format!("quote it: `\"{value}\"`")),
-                path: path.to_vec(),
+                path,
                 span: node.span.clone(),
             });
         });

@@ -1,7 +1,7 @@
 use super::Checker;
 use crate::codes::INVALID_VALUE;
 use crate::request::ActionRequest;
-use crate::yaml::{Node, Step, Visitor, visit};
+use crate::yaml::{At, Node, Visitor, owned, visit};
 
 request_check! {
     /// What it checks: no control character in a name or a path (any string outside free
@@ -33,16 +33,13 @@ struct ControlCharacters<'c, 't> {
 }
 
 impl<'a> Visitor<'a> for ControlCharacters<'_, '_> {
-    fn string(&mut self, at: &[Step], _node: &'a Node, s: &'a str) {
+    fn string(&mut self, at: &[At<'a>], _node: &'a Node, s: &'a str) {
         let free_text = matches!(
-            at.iter().rev().find_map(|s| match s {
-                Step::Key(k) => Some(k.as_str()),
-                Step::Index(_) => None,
-            }),
+            at.iter().rev().find_map(At::key),
             Some("shell" | "text" | "args" | "argv" | "env" | "specInline")
         ) || at
             .iter()
-            .any(|s| matches!(s, Step::Key(k) if k == "env" || k == "specInline"));
+            .any(|s| matches!(s.key(), Some("env" | "specInline")));
         // Free text (a script, argv, env values) may hold tabs and line breaks.
         let bad = s.chars().find(|&ch| {
             if free_text {
@@ -62,7 +59,7 @@ impl<'a> Visitor<'a> for ControlCharacters<'_, '_> {
             };
             self.c.error(
                 INVALID_VALUE,
-                at,
+                &owned(at),
                 message,
                 "control character",
                 Some("remove it".into()),
@@ -70,11 +67,11 @@ impl<'a> Visitor<'a> for ControlCharacters<'_, '_> {
         }
     }
 
-    fn key(&mut self, at: &[Step], _key: &'a Node, key: &str) {
+    fn key(&mut self, at: &[At<'a>], _key: &'a Node, key: &str) {
         if let Some(ch) = key.chars().find(|ch| ch.is_control()) {
             self.c.key_error(
                 INVALID_VALUE,
-                at,
+                &owned(at),
                 format!(
                     "the key holds the control character {}",
                     ch.escape_default()

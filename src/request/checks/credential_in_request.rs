@@ -1,7 +1,7 @@
 use super::{CREDENTIAL, Checker, path};
 use crate::request::ActionRequest;
 use crate::secrets;
-use crate::yaml::{Node, Step, Visitor, visit};
+use crate::yaml::{At, Node, Step, Visitor, owned, same_path, visit};
 
 request_check! {
     /// What it checks: every string of the request, keys included, for a credential, with the
@@ -54,26 +54,23 @@ impl Credentials<'_, '_> {
 }
 
 impl<'a> Visitor<'a> for Credentials<'_, '_> {
-    fn string(&mut self, at: &[Step], _node: &'a Node, s: &'a str) {
-        let name = match at.last() {
-            Some(Step::Key(k)) => k.as_str(),
-            _ => "",
-        };
+    fn string(&mut self, at: &[At<'a>], _node: &'a Node, s: &'a str) {
+        let name = at.last().and_then(At::key).unwrap_or_default();
         if let Some(f) = secrets::scan_assignment(name, s).first() {
-            self.refuse(at, f, s);
+            self.refuse(&owned(at), f, s);
         }
     }
 
     /// An argv (`command.args`, `command.config.argv`): option values across items
     /// (`[--token, X]`, `[mysql, -pX]`), reported on the value's item, which is then not
     /// judged again alone.
-    fn seq(&mut self, at: &[Step], items: &'a [Node]) -> Vec<usize> {
-        if !self.argv.iter().any(|a| a == at) {
+    fn seq(&mut self, at: &[At<'a>], items: &'a [Node]) -> Vec<usize> {
+        if !self.argv.iter().any(|a| same_path(at, a)) {
             return Vec::new();
         }
         let words = crate::yaml::words(items);
         let mut flagged = Vec::new();
-        let mut item = at.to_vec();
+        let mut item = owned(at);
         for (i, f) in secrets::scan_argv(&words) {
             item.push(Step::Index(i));
             self.refuse(&item, &f, words[i]);
@@ -84,12 +81,12 @@ impl<'a> Visitor<'a> for Credentials<'_, '_> {
     }
 
     /// No key may be a credential either: label keys and env names reach every object.
-    fn key(&mut self, at: &[Step], _key: &'a Node, key: &str) {
+    fn key(&mut self, at: &[At<'a>], _key: &'a Node, key: &str) {
         if let Some(f) = secrets::scan_text(key).first() {
             let shown = secrets::mask(&key[f.range.clone()]);
             self.c.key_error(
                 CREDENTIAL,
-                at,
+                &owned(at),
                 format!(
                     "{} is written into the request as a key (`{shown}`)",
                     f.what
