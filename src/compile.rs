@@ -160,23 +160,25 @@ fn compile_loaded(
         diagnostics: vec![d],
         rendered: None,
     })?;
-    let yaml: String = rendered
-        .iter()
-        .map(|r| format!("---\n{}", r.text))
-        .collect();
+    let mut yaml = String::with_capacity(rendered.iter().map(|r| 4 + r.text.len()).sum());
+    for r in &rendered {
+        yaml.push_str("---\n");
+        yaml.push_str(&r.text);
+    }
     // A pod the request runs as a non-root user must meet `restricted`, as admission checks it.
     let restricted = plan.job.pod.security_context.is_some();
+    let source = Source::new(RENDERED, yaml);
     let objects =
-        verify(&rendered, &yaml, opts.kube_version, restricted).map_err(|diagnostics| {
+        verify(&rendered, &source, opts.kube_version, restricted).map_err(|diagnostics| {
             Failure::Output {
                 diagnostics,
-                rendered: Some(yaml.clone()),
+                rendered: Some(source.text().to_string()),
             }
         })?;
     Ok(Compiled {
         plan,
         objects,
-        yaml,
+        yaml: source.into_text(),
         warnings: loaded.warnings.clone(),
     })
 }
@@ -207,17 +209,17 @@ fn plan_loaded(
     })
 }
 
-/// Parse the rendered stream back, once: each template's object is checked strictly against
+/// Parse the rendered stream back, once (`source`: each of `rendered` after a `---` line):
+/// each template's object is checked strictly against
 /// its kind in `version`, then the project's own lint runs over the whole stream, with the
 /// `restricted` Pod Security Standard when `restricted`. A template author's mistake is
 /// reported with the template's name and never reaches kubectl.
 pub fn verify(
     rendered: &[Rendered],
-    yaml: &str,
+    source: &Source,
     version: KubeVersion,
     restricted: bool,
 ) -> Result<Vec<Json>, Vec<Diagnostic>> {
-    let source = Source::new(RENDERED, yaml);
     // The template whose output holds a byte offset of the stream.
     let starts: Vec<usize> = rendered
         .iter()
@@ -241,7 +243,7 @@ pub fn verify(
         .help("the template does not lay out the Plan as a valid Kubernetes object; fix the template")
         .primary(offset..offset, "here")
     };
-    let stream = yaml::parse(&source, yaml::Limits::default()).map_err(|e| {
+    let stream = yaml::parse(source, yaml::Limits::default()).map_err(|e| {
         vec![bad(
             template_at(e.span.start),
             format!("not YAML: {}", e.message),
@@ -268,7 +270,7 @@ pub fn verify(
     }
     for (document, r) in stream.documents.iter().zip(rendered) {
         match k8s::check(document, version) {
-            None if let Some(problems) = check_custom(&source, document, version) => {
+            None if let Some(problems) = check_custom(source, document, version) => {
                 errors.extend(problems.into_iter().map(|p| {
                     bad(
                         &r.template,
@@ -302,7 +304,7 @@ pub fn verify(
     if !errors.is_empty() {
         return Err(errors);
     }
-    self_lint(&source, &stream, restricted)?;
+    self_lint(source, &stream, restricted)?;
     // The tree becomes the objects: nothing of it is copied.
     Ok(stream
         .documents

@@ -145,10 +145,14 @@ impl Templates {
 
     /// Render one template with the Plan as its context.
     pub fn render(&self, name: &str, plan: &Plan) -> Result<Rendered, Diagnostic> {
+        self.render_context(name, &context(plan))
+    }
+
+    /// Render one template with a context made by [`context`] (once for all templates).
+    fn render_context(&self, name: &str, context: &Value) -> Result<Rendered, Diagnostic> {
         let template = self.env.get_template(name).map_err(template_error)?;
-        let mut out = Bounded(Vec::new());
-        let rendered =
-            template.render_captured_to(Value::from(minijinja::value::Serde(plan)), &mut out);
+        let mut out = Bounded(Vec::with_capacity(4096));
+        let rendered = template.render_captured_to(context, &mut out);
         if out.0.len() > MAX_OUTPUT {
             return Err(Diagnostic::error(
                 TEMPLATE,
@@ -364,22 +368,29 @@ fn overrides_nothing(name: &str) -> Option<Diagnostic> {
 
 /// Render every object of the Plan, in apply order: ConfigMap, (Service,) Job or JobSet.
 pub fn render_all(plan: &Plan, templates: &Templates) -> Result<Vec<Rendered>, Diagnostic> {
+    // The Plan becomes a template value once, for every template it is laid out by.
+    let context = context(plan);
     let mut out = Vec::new();
     if plan.config_map.is_some() {
-        out.push(templates.render("configmap.yaml.j2", plan)?);
+        out.push(templates.render_context("configmap.yaml.j2", &context)?);
     }
     if plan.service.is_some() {
-        out.push(templates.render("service.yaml.j2", plan)?);
+        out.push(templates.render_context("service.yaml.j2", &context)?);
     }
-    out.push(templates.render(
+    out.push(templates.render_context(
         if plan.job_set.is_some() {
             "jobset.yaml.j2"
         } else {
             "job.yaml.j2"
         },
-        plan,
+        &context,
     )?);
     Ok(out)
+}
+
+/// The Plan as the context of a template.
+fn context(plan: &Plan) -> Value {
+    Value::from(minijinja::value::Serde(plan))
 }
 
 fn template_error(e: minijinja::Error) -> Diagnostic {
@@ -480,26 +491,41 @@ fn write_json(out: &mut String, value: &Json) {
 }
 
 fn write_str(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20
-                || ('\u{7f}'..='\u{9f}').contains(&c)
-                || matches!(
-                    c,
-                    '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
-                ) =>
-            {
-                out.push_str(&format!("\\u{:04x}", c as u32));
+    // Runs of characters written as they are are copied whole.
+    let mut run = 0;
+    if !s
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        for (i, c) in s.char_indices() {
+            let escape = match c {
+                '"' => Some("\\\""),
+                '\\' => Some("\\\\"),
+                '\n' => Some("\\n"),
+                '\t' => Some("\\t"),
+                '\r' => Some("\\r"),
+                c if (c as u32) < 0x20
+                    || ('\u{7f}'..='\u{9f}').contains(&c)
+                    || matches!(
+                        c,
+                        '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+                    ) =>
+                {
+                    None
+                }
+                _ => continue,
+            };
+            out.push_str(&s[run..i]);
+            match escape {
+                Some(escape) => out.push_str(escape),
+                None => out.push_str(&format!("\\u{:04x}", c as u32)),
             }
-            c => out.push(c),
+            run = i + c.len_utf8();
         }
     }
+    out.push_str(&s[run..]);
     out.push('"');
 }
 

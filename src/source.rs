@@ -104,6 +104,11 @@ impl Source {
         &self.text
     }
 
+    /// The text, the source given up.
+    pub fn into_text(self) -> String {
+        self.text
+    }
+
     /// Byte offset of a 1-based line and a 0-based column counted in characters, as YAML
     /// parsers report them. Out-of-range positions are clamped to the text.
     pub fn offset(&self, line: usize, col: usize) -> usize {

@@ -18,7 +18,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 pub(crate) use input::{ReadError, make_executable, read_named, read_source, write_atomic};
 use namespace::options;
 use render::{Files, Output};
-pub(crate) use report::{Reporter, emit};
+pub(crate) use report::{Reporter, emit, emit_with};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -6,8 +6,11 @@
 
 use super::input::{self, create_dir, stays_inside};
 use super::report::Reporter;
-use super::{Format, REFUSED, USAGE, emit, make_executable, read_named, read_source, write_atomic};
+use super::{
+    Format, REFUSED, USAGE, emit, emit_with, make_executable, read_named, read_source, write_atomic,
+};
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tao_k8s::plan::{Options, SpecReader};
@@ -493,7 +496,7 @@ fn deliver(
     match output {
         Output::Manifests(format) => {
             let printed: Vec<_> = good().map(|d| d.product.printed()).collect();
-            emit(&manifests(&printed, format, many))
+            emit_with(|out| write_manifests(out, &printed, format, many))
         }
         Output::Stage(dir) => {
             let Some(d) = good().next() else {
@@ -572,17 +575,39 @@ fn write_bundle(out: &Reporter, dir: &Path, bundle: &Bundle, map: &str) -> ExitC
 /// The verified objects of every request as one YAML stream, or as JSON: one object, or a
 /// `v1` List when there are several or `many` requests were asked for (a folder of one request
 /// still gives a List, so that a pipeline reads one shape).
-fn manifests(printed: &[(&str, &[serde_json::Value])], format: Format, many: bool) -> String {
+fn write_manifests(
+    out: &mut dyn Write,
+    printed: &[(&str, &[serde_json::Value])],
+    format: Format,
+    many: bool,
+) -> std::io::Result<()> {
     match format {
-        Format::Yaml => printed.iter().map(|(yaml, _)| *yaml).collect(),
+        Format::Yaml => printed
+            .iter()
+            .try_for_each(|(yaml, _)| out.write_all(yaml.as_bytes())),
         Format::Json => {
             let objects: Vec<&serde_json::Value> =
                 printed.iter().flat_map(|(_, objects)| *objects).collect();
-            let value = match objects.as_slice() {
-                [one] if !many => (*one).clone(),
-                many => serde_json::json!({"apiVersion": "v1", "kind": "List", "items": many}),
-            };
-            serde_json::to_string_pretty(&value).expect("JSON values serialize") + "\n"
+            /// A `v1` List, its keys in the order serde_json's maps keep (sorted).
+            #[derive(serde::Serialize)]
+            #[serde(rename_all = "camelCase")]
+            struct List<'a> {
+                api_version: &'static str,
+                items: &'a [&'a serde_json::Value],
+                kind: &'static str,
+            }
+            match objects.as_slice() {
+                [one] if !many => serde_json::to_writer_pretty(&mut *out, one),
+                items => serde_json::to_writer_pretty(
+                    &mut *out,
+                    &List {
+                        api_version: "v1",
+                        items,
+                        kind: "List",
+                    },
+                ),
+            }?;
+            out.write_all(b"\n")
         }
     }
 }

@@ -209,11 +209,14 @@ fn boundary(text: &str, offset: usize) -> usize {
 
 /// Print to stdout; a closed pipe is not an error worth a panic.
 pub(crate) fn emit(text: &str) -> ExitCode {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
+    emit_with(|out| out.write_all(text.as_bytes()))
+}
+
+/// Print to stdout through one buffer what `write` writes: a large output is written in
+/// pieces, never first gathered into one string.
+pub(crate) fn emit_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> ExitCode {
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match write(&mut stdout).and_then(|()| stdout.flush()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
