@@ -391,9 +391,20 @@ fn self_lint(
     restricted: bool,
 ) -> Result<(), Vec<Diagnostic>> {
     use crate::kube::pod_security::{Level, PodSecurity};
+    // Only errors refuse the output: rules that report nothing else run, strict-schema ran
+    // already.
+    let ignore = crate::lint::registry::RULES
+        .iter()
+        .map(|r| r.meta())
+        .filter(|m| {
+            m.code == crate::lint::rules::StrictSchema::META.code
+                || m.severity != crate::diag::Severity::Error
+        })
+        .map(|m| m.code.to_string())
+        .collect();
     let selection = crate::lint::Selection {
         select: Vec::new(),
-        ignore: vec!["strict-schema".into()],
+        ignore,
         pod_security: restricted.then_some(PodSecurity {
             level: Level::Restricted,
             version: None,

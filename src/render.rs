@@ -115,6 +115,11 @@ impl Templates {
                 out.write_str(block.unwrap_or_default())?;
                 Ok(())
             }
+            // A string (most values) is escaped straight into the output.
+            AutoEscape::Json if value.kind() == ValueKind::String => {
+                write_escaped(out, value.as_str().unwrap_or_default())?;
+                Ok(())
+            }
             AutoEscape::Json => {
                 let mut text = String::new();
                 write_value(&mut text, value)?;
@@ -490,9 +495,14 @@ fn write_json(out: &mut String, value: &Json) {
     }
 }
 
+/// A string as a JSON string, into a `String` (which a write cannot fail on).
 fn write_str(out: &mut String, s: &str) {
-    out.reserve(s.len() + 2);
-    out.push('"');
+    let _ = write_escaped(out, s);
+}
+
+/// `s` quoted and escaped as [`yaml_json`] writes strings.
+fn write_escaped(out: &mut impl std::fmt::Write, s: &str) -> std::fmt::Result {
+    out.write_char('"')?;
     // Runs of characters written as they are are copied whole.
     let mut run = 0;
     if !s
@@ -517,16 +527,16 @@ fn write_str(out: &mut String, s: &str) {
                 }
                 _ => continue,
             };
-            out.push_str(&s[run..i]);
+            out.write_str(&s[run..i])?;
             match escape {
-                Some(escape) => out.push_str(escape),
-                None => out.push_str(&format!("\\u{:04x}", c as u32)),
+                Some(escape) => out.write_str(escape)?,
+                None => write!(out, "\\u{:04x}", c as u32)?,
             }
             run = i + c.len_utf8();
         }
     }
-    out.push_str(&s[run..]);
-    out.push('"');
+    out.write_str(&s[run..])?;
+    out.write_char('"')
 }
 
 #[cfg(test)]

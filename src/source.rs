@@ -44,9 +44,9 @@ impl Source {
     /// Index `text`, shown to users as `name` (a path, `<stdin>`, a template name).
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Source {
         let text = text.into();
-        let line_starts = std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
+        let mut line_starts = Vec::with_capacity(text.len() / 32 + 1);
+        line_starts.push(0);
+        line_starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
         Source {
             name: name.into(),
             text,
@@ -76,6 +76,11 @@ impl Source {
             }
         };
         let source = Source::new(name, text);
+        // Printable ASCII, tabs and line breaks (nearly every file) need no character scan.
+        let ascii = |b: &u8| matches!(b, b'\t' | b'\n' | b'\r' | b' '..=b'~');
+        if source.text.as_bytes().iter().all(ascii) {
+            return Ok(source);
+        }
         if let Some((offset, c)) = source.text.char_indices().find(|&(_, c)| !printable(c)) {
             let (line, col) = source.line_col(offset);
             let what = match c {

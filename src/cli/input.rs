@@ -297,6 +297,24 @@ pub(crate) fn stays_inside(path: &Path) -> bool {
 /// A folder's entries, sorted by name. With `confined`, an entry that is a symbolic link
 /// resolving outside the folder is refused, naming both.
 pub(crate) fn list(dir: &Path, confined: bool) -> Result<Vec<PathBuf>, String> {
+    Ok(entries(dir, confined)?
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect())
+}
+
+/// [`list`], only the regular files (links followed), told by the folder's own entry types:
+/// no system call per file.
+pub(crate) fn list_files(dir: &Path, confined: bool) -> Result<Vec<PathBuf>, String> {
+    Ok(entries(dir, confined)?
+        .into_iter()
+        .filter(|(_, file)| *file)
+        .map(|(p, _)| p)
+        .collect())
+}
+
+/// A folder's entries, sorted by name, each with whether it is a regular file.
+fn entries(dir: &Path, confined: bool) -> Result<Vec<(PathBuf, bool)>, String> {
     let fail = |e: std::io::Error| format!("cannot read `{}`: {}", dir.display(), io_reason(&e));
     let mut out = Vec::new();
     let root = if confined {
@@ -309,7 +327,8 @@ pub(crate) fn list(dir: &Path, confined: bool) -> Result<Vec<PathBuf>, String> {
         let path = entry.path();
         // Only a link can lead out: any other entry is in the folder (resolving the path of
         // each would cost a system call per component).
-        let link = entry.file_type().map_or(true, |t| t.is_symlink());
+        let kind = entry.file_type().ok();
+        let link = kind.is_none_or(|t| t.is_symlink());
         if link
             && let Some(root) = &root
             && let Ok(target) = path.canonicalize()
@@ -322,7 +341,11 @@ pub(crate) fn list(dir: &Path, confined: bool) -> Result<Vec<PathBuf>, String> {
                 dir.display()
             ));
         }
-        out.push(path);
+        let file = match kind {
+            Some(t) if !t.is_symlink() => t.is_file(),
+            _ => path.is_file(),
+        };
+        out.push((path, file));
     }
     out.sort();
     Ok(out)

@@ -74,11 +74,11 @@ impl Requests {
                 folder = true;
                 let mut found = Vec::new();
                 // A link that leaves the folder is refused: its target is not the folder's.
-                for path in input::list(arg, true)? {
+                for path in input::list_files(arg, true)? {
                     let request = path
                         .extension()
                         .is_some_and(|x| x == "yaml" || x == "yml" || x == "json");
-                    if request && path.is_file() {
+                    if request {
                         found.push(path);
                     }
                 }

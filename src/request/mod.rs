@@ -626,7 +626,7 @@ impl ActionRequest {
         texts.extend(inline);
         let mut out = Vec::new();
         for text in texts {
-            for (at, _) in text.match_indices("s3://") {
+            for at in memchr::memmem::find_iter(text.as_bytes(), "s3://") {
                 let uri = text[at..]
                     .split(|c: char| c.is_whitespace() || "\"'`;,)]}".contains(c))
                     .next()
