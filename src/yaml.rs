@@ -687,6 +687,11 @@ impl At<'_> {
     }
 }
 
+/// A path written with dots (`spec.template.spec`): keys only.
+pub fn dotted(path: &str) -> Vec<Step> {
+    path.split('.').map(|k| Step::Key(k.to_string())).collect()
+}
+
 /// A borrowed path as an owned one.
 pub fn owned(path: &[At]) -> Vec<Step> {
     path.iter()

@@ -419,7 +419,8 @@ fn text(
     redactors: &[(Redactor, Vec<Span>)],
 ) -> String {
     let mut text = String::new();
-    for ((source, found), (redactor, masks)) in reports.iter().zip(redactors) {
+    for ((source, found), (redactor, spans)) in reports.iter().zip(redactors) {
+        let masks = &super::report::Masks::new(spans.clone());
         for r in found {
             let mut d = r.diagnostic.clone();
             if let Some(object) = r

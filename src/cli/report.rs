@@ -35,18 +35,22 @@ impl Reporter {
         let redactor = source.map_or_else(Redactor::default, redactor_for);
         let mut err = std::io::BufWriter::new(std::io::stderr().lock());
         for d in diags {
-            let _ = writeln!(err, "{}\n", self.render(source, d, &redactor, &[]));
+            let _ = writeln!(
+                err,
+                "{}\n",
+                self.render(source, d, &redactor, &Masks::default())
+            );
         }
     }
 
     /// One diagnostic as text, masked by `redactor`, with `masks` (spans of credentials found
-    /// by other means, such as the lint's redaction rules, sorted) masked in its code frame too.
+    /// by other means, such as the lint's redaction rules) masked in its code frame too.
     pub fn render(
         &self,
         source: Option<&Source>,
         d: &Diagnostic,
         redactor: &Redactor,
-        masks: &[Span],
+        masks: &Masks,
     ) -> String {
         let d = &redactor.diagnostic(d);
         let level = match d.severity {
@@ -93,8 +97,7 @@ impl Reporter {
             // every line of them, inside their quotes. A value that holds a credential is not
             // shown in part (a scan that masked a public key of a block left its private key).
             let missed = masks
-                .iter()
-                .filter(|m| m.start < window_to && m.end > window_from)
+                .within(window_from, window_to)
                 .map(|m| m.start.max(window_from) - window_from..m.end.min(window_to) - window_from)
                 .map(|m| {
                     let quoted = window[m.clone()].starts_with(['"', '\''])
@@ -198,6 +201,40 @@ fn line_end(text: &str, offset: usize, ahead: usize) -> usize {
     at
 }
 
+/// Spans of a source to mask in every code frame, indexed once: a frame finds the few it
+/// overlaps by binary search (a Pod of 200,000 passwords has as many, and 10,000 frames).
+#[derive(Debug, Default)]
+pub(crate) struct Masks {
+    /// Sorted by start.
+    spans: Vec<Span>,
+    /// The largest end among `spans[..=i]`: non-decreasing, so that the first span that can
+    /// reach a window is found by binary search, even where spans overlap.
+    reach: Vec<usize>,
+}
+
+impl Masks {
+    pub(crate) fn new(mut spans: Vec<Span>) -> Masks {
+        spans.sort_by_key(|s| (s.start, s.end));
+        let reach = spans
+            .iter()
+            .scan(0, |most, s| {
+                *most = s.end.max(*most);
+                Some(*most)
+            })
+            .collect();
+        Masks { spans, reach }
+    }
+
+    /// The spans that overlap `from..to`.
+    fn within(&self, from: usize, to: usize) -> impl Iterator<Item = &Span> {
+        let first = self.reach.partition_point(|&end| end <= from);
+        let last = self.spans.partition_point(|s| s.start < to);
+        self.spans[first..last.max(first)]
+            .iter()
+            .filter(move |s| s.end > from)
+    }
+}
+
 /// `offset` within `text`, moved back to a character boundary.
 fn boundary(text: &str, offset: usize) -> usize {
     let mut at = offset.min(text.len());
@@ -222,6 +259,31 @@ pub(crate) fn emit_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()
         Err(e) => {
             eprintln!("error: cannot write to stdout: {e}");
             ExitCode::from(super::USAGE)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Masks;
+
+    /// Every span that overlaps a window is found, a long one that starts far before it
+    /// included, and no other: as the linear filter it replaces finds them.
+    #[test]
+    fn masks_within_a_window_are_those_that_overlap_it() {
+        let spans = vec![0..100, 5..8, 10..12, 40..41, 120..130, 125..200, 300..301];
+        let masks = Masks::new(spans.clone());
+        for from in 0..320 {
+            for to in from..330 {
+                let mut want: Vec<_> = spans
+                    .iter()
+                    .filter(|s| s.start < to && s.end > from)
+                    .cloned()
+                    .collect();
+                want.sort_by_key(|s| (s.start, s.end));
+                let found: Vec<_> = masks.within(from, to).cloned().collect();
+                assert_eq!(found, want, "window {from}..{to}");
+            }
         }
     }
 }

@@ -25,6 +25,7 @@ use crate::yaml::Step;
 use serde::Serialize;
 
 pub use crate::codes::{TOO_MANY, UNKNOWN_KIND, UNUSED_SUPPRESSION};
+pub use crate::yaml::dotted as steps;
 pub use engine::{lint, lint_masked, lint_parsed};
 pub use findings::{Findings, Reported};
 pub use selection::{OPT_IN, Selection};
@@ -117,12 +118,4 @@ pub trait Rule: HasMeta + Sync {
 /// What a rule is; `rule!` implements it from the declaration.
 pub trait HasMeta {
     fn meta(&self) -> &'static Meta;
-}
-
-/// Steps from dotted keys: `steps("spec.template.spec")`.
-pub fn steps(dotted: &str) -> Vec<Step> {
-    dotted
-        .split('.')
-        .map(|k| Step::Key(k.to_string()))
-        .collect()
 }

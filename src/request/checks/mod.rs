@@ -14,6 +14,7 @@ pub use crate::codes::{
     CHECKPOINT, COMMAND_MODE, CONFIG_PATH, CREDENTIAL, ENV_NAME, IMAGE, NAME, QUANTITY,
     RESULTS_DIR, STORAGE,
 };
+use crate::yaml::dotted as path;
 
 /// A check: one file of this module, declared with `request_check!`.
 #[derive(Clone, Copy)]
@@ -129,13 +130,6 @@ pub(crate) fn pin(tree: &Node, path: &[Step], diag: Diagnostic, label: &str) -> 
 pub struct Checker<'a> {
     tree: &'a Node,
     diags: Vec<Diagnostic>,
-}
-
-fn path(dotted: &str) -> Vec<Step> {
-    dotted
-        .split('.')
-        .map(|k| Step::Key(k.to_string()))
-        .collect()
 }
 
 fn with(mut base: Vec<Step>, step: impl Into<StepArg>) -> Vec<Step> {
