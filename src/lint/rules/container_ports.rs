@@ -42,9 +42,8 @@ impl Rule for ContainerPorts {
         // `validatePodHostNetworkDeps`: on the host's network a main container's `hostPort`
         // is its `containerPort` (defaulted to it when unset).
         let host_network = doc
-            .pod_spec_path()
-            .and_then(|p| doc.at(p))
-            .and_then(|spec| spec.get("hostNetwork"))
+            .pod_spec()
+            .and_then(|(_, spec)| spec.get("hostNetwork"))
             .is_some_and(|n| matches!(n.value, crate::yaml::Value::Bool(true)));
         for (path, container) in all_containers(doc) {
             let Some(ports) = container.get("ports") else {

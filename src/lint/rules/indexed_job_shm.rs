@@ -44,8 +44,7 @@ impl Rule for IndexedJobShm {
             return;
         }
         let volumes: &[Node] = match doc
-            .pod_spec_path()
-            .and_then(|p| doc.root.lookup(p))
+            .pod_spec()
             .and_then(|(_, pod)| pod.get("volumes"))
             .map(|v| &v.value)
         {

@@ -34,10 +34,7 @@ impl Rule for NvcrPullSecret {
         if doc.kind == "ServiceAccount" {
             return vec![vec![Step::Key("imagePullSecrets".into())]];
         }
-        let Some(pod) = doc.pod_spec_path() else {
-            return Vec::new();
-        };
-        let Some(spec) = doc.at(pod) else {
+        let Some((pod, spec)) = doc.pod_spec() else {
             return Vec::new();
         };
         let nvcr = ["initContainers", "containers"].iter().any(|field| match spec.get(field).map(|n| &n.value) {
