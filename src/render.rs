@@ -136,6 +136,13 @@ impl Templates {
                 "`safe` is refused: a value is always written as a JSON scalar, so that it cannot add a key",
             ))
         });
+        if overrides.is_empty() {
+            // Each embedded template compiles when it is first used: a render uses three of
+            // six (a test compiles every one).
+            env.set_loader(|name| Ok(EMBEDDED.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)));
+            return Ok(Templates { env });
+        }
+        // An author's templates are all compiled now: a mistake is said before any request.
         for (name, text) in EMBEDDED {
             if !overrides.iter().any(|(n, _)| n == name) {
                 env.add_template(name, text).map_err(template_error)?;
@@ -544,6 +551,15 @@ mod tests {
     use super::*;
     use crate::source::Source;
     use crate::yaml;
+
+    #[test]
+    fn every_embedded_template_compiles() {
+        for (name, _) in EMBEDDED {
+            if let Err(e) = Templates::embedded().env.get_template(name) {
+                panic!("{name}: {e:#}");
+            }
+        }
+    }
 
     #[test]
     fn every_string_reads_back_exactly() {
