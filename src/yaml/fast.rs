@@ -181,10 +181,7 @@ impl Reader<'_> {
 
     /// The end of the line at `from` (the offset of its `\n`, or of the text's end).
     fn line_end(&self, from: usize) -> usize {
-        self.bytes[from..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(self.bytes.len(), |i| from + i)
+        memchr::memchr(b'\n', &self.bytes[from..]).map_or(self.bytes.len(), |i| from + i)
     }
 
     /// The next line with content, skipping blank and comment lines (`pos` stays at its
@@ -215,7 +212,7 @@ impl Reader<'_> {
                     return Ok(None);
                 }
             }
-            if line.iter().any(|&b| b == b'\t' || b == b'\r') {
+            if memchr::memchr2(b'\t', b'\r', line).is_some() {
                 return Err(bail());
             }
             if indent == 0 && line.first() == Some(&b'%') {
