@@ -1,7 +1,7 @@
 //! `tao-k8s lint`, `rules` and `explain`: file discovery, the output formats (text code frames,
 //! one JSON document, JSON lines, SARIF 2.1.0, GitHub workflow annotations) and the exit code.
 
-use super::report::Reporter;
+use super::report::{Masks, Reporter};
 use super::{USAGE, emit, read_source};
 use clap::ValueEnum;
 use serde_json::{Value as Json, json};
@@ -279,7 +279,7 @@ fn redact(
     reports: &mut [Linted],
     masks: Vec<Vec<Span>>,
     max_findings: usize,
-) -> Vec<(Redactor, Vec<Span>)> {
+) -> Vec<(Redactor, Masks)> {
     reports
         .iter_mut()
         .zip(masks)
@@ -312,7 +312,7 @@ fn redact(
                 r.object = r.object.as_deref().map(|o| redactor.text(o));
                 r.json_path = redactor.text(&r.json_path);
             }
-            (redactor, spans)
+            (redactor, Masks::new(spans))
         })
         .collect()
 }
@@ -416,11 +416,10 @@ fn request_findings(source: &Source) -> Option<Vec<Reported>> {
 fn text(
     out: &Reporter,
     reports: &[(Source, Vec<Reported>)],
-    redactors: &[(Redactor, Vec<Span>)],
+    redactors: &[(Redactor, Masks)],
 ) -> String {
     let mut text = String::new();
-    for ((source, found), (redactor, spans)) in reports.iter().zip(redactors) {
-        let masks = &super::report::Masks::new(spans.clone());
+    for ((source, found), (redactor, masks)) in reports.iter().zip(redactors) {
         for r in found {
             let mut d = r.diagnostic.clone();
             if let Some(object) = r
