@@ -38,6 +38,8 @@ pub struct Source {
     name: String,
     text: String,
     line_starts: Vec<usize>,
+    /// Whether the text holds a `*`, found when first asked.
+    asterisk: std::sync::OnceLock<bool>,
 }
 
 impl Source {
@@ -51,6 +53,7 @@ impl Source {
             name: name.into(),
             text,
             line_starts,
+            asterisk: std::sync::OnceLock::new(),
         }
     }
 
@@ -107,6 +110,14 @@ impl Source {
     /// The whole text.
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// Whether a YAML alias may stand in the text: an alias starts with `*`, so a text without
+    /// one has no node that copies another.
+    pub fn may_alias(&self) -> bool {
+        *self
+            .asterisk
+            .get_or_init(|| memchr::memchr(b'*', self.text.as_bytes()).is_some())
     }
 
     /// The text, the source given up.

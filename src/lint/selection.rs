@@ -41,8 +41,25 @@ fn matches(meta: &Meta, names: &[String]) -> bool {
 pub const OPT_IN: [&str; 1] = ["TK102"];
 
 impl Selection {
-    /// The rules this selection runs, in registry order.
+    /// The rules this selection runs, in registry order. The answer for the last names asked
+    /// is kept: a run asks once per source (render's self-lint once per request), with the same
+    /// names, and matching them against every rule is most of a small source's lint set-up.
     pub fn rules(&self) -> Vec<&'static dyn Rule> {
+        type Memo = Option<(Vec<String>, Vec<String>, Vec<&'static dyn Rule>)>;
+        static LAST: std::sync::Mutex<Memo> = std::sync::Mutex::new(None);
+        let mut last = LAST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((select, ignore, rules)) = &*last
+            && *select == self.select
+            && *ignore == self.ignore
+        {
+            return rules.clone();
+        }
+        let rules = self.matched();
+        *last = Some((self.select.clone(), self.ignore.clone(), rules.clone()));
+        rules
+    }
+
+    fn matched(&self) -> Vec<&'static dyn Rule> {
         let named = |meta: &Meta| {
             self.select
                 .iter()

@@ -30,6 +30,9 @@ crate::rule! {
 
 impl Rule for ObjectSize {
     fn check(&self, doc: &Document, out: &mut Findings) {
+        if surely_fits(doc) {
+            return;
+        }
         let size = json_size(doc.root);
         if size <= MAX_OBJECT_BYTES {
             return;
@@ -87,6 +90,19 @@ impl Rule for ObjectSize {
             path,
         });
     }
+}
+
+/// No node's JSON is more than this many times longer than its YAML text (plus one byte),
+/// aliases aside. The worst shapes come to about half of it: an empty value (`{a, b}`, 6
+/// bytes, is `{"a":null,"b":null}`, 19), an escaped control character (`"\0"`, 4 bytes, is
+/// `"\u0000"`, 8), an empty item (`-`, 1 byte, is `[null]`, 6).
+const MOST_EXPANSION: usize = 8;
+
+/// Whether the object's text alone proves it fits: its source is short enough, and holds no
+/// alias (a copy of another node, the one way a node outgrows its text). Most objects come in
+/// sources of a few KiB, and measuring them node by node was a tenth of render's self-lint.
+fn surely_fits(doc: &Document) -> bool {
+    (doc.source.text().len() + 1) * MOST_EXPANSION <= MAX_OBJECT_BYTES && !doc.source.may_alias()
 }
 
 /// Bytes of a node as compact JSON (as `serde_json` writes it), counted without writing
@@ -176,5 +192,62 @@ mod tests {
             }
         }
         assert!(checked > 50, "{checked}");
+    }
+
+    /// The bound `surely_fits` relies on: without aliases, no document's JSON is more than
+    /// `MOST_EXPANSION` times its source's text, for the worst shapes and every fixture.
+    #[test]
+    fn json_is_at_most_eight_times_the_text() {
+        let mut texts: Vec<String> = [
+            "{a}",
+            "{a, b, c, d, e}",
+            "[{a}, {b}]",
+            "? a",
+            "a:",
+            "a:\nb:\nc:\n",
+            "- \n- \n-\n",
+            "- - - -",
+            "[~, ~, ~]",
+            "[\"\\0\", \"\\a\", \"\\x01\"]",
+            "{x: \"\\0\\0\\0\\0\\0\\0\"}",
+            "'\t\t\t'",
+            "\"\\\\\\\\\"",
+            "{a: \"\\\"\\\"\"}",
+            "k: !!null",
+            "[{}, {}, []]",
+            "-",
+            "",
+            "{a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x, y, z}",
+            "[~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~,~]",
+        ]
+        .map(String::from)
+        .to_vec();
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/lint");
+        for dir in std::fs::read_dir(root).unwrap() {
+            for file in ["fail.yaml", "pass.yaml"] {
+                if let Ok(t) = std::fs::read_to_string(dir.as_ref().unwrap().path().join(file)) {
+                    texts.push(t);
+                }
+            }
+        }
+        let mut checked = 0;
+        for text in texts {
+            let source = Source::new("t", text.as_str());
+            let Ok(stream) = yaml::parse(&source, yaml::Limits::default()) else {
+                continue;
+            };
+            if source.may_alias() {
+                continue;
+            }
+            for d in &stream.documents {
+                assert!(
+                    json_size(d) <= super::MOST_EXPANSION * (text.len() + 1),
+                    "{text:?} is {} bytes as JSON",
+                    json_size(d)
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 60, "{checked}");
     }
 }
