@@ -69,7 +69,7 @@ fn lint(c: &mut Criterion) {
         let source = Source::new(path.display().to_string(), text);
         if let Ok(compiled) = tao_k8s::compile(&source, &opts, Templates::embedded()) {
             stream.push_str(&compiled.yaml);
-            documents += compiled.objects.len();
+            documents += compiled.documents.len();
         }
     }
     let source = Source::new("stream.yaml", stream);

@@ -21,12 +21,21 @@ pub use crate::codes::{INVALID_OUTPUT, LINTED_OUTPUT};
 #[derive(Debug)]
 pub struct Compiled {
     pub plan: Plan,
-    /// The objects, in apply order, as verified.
-    pub objects: Vec<Json>,
+    /// The objects, in apply order, as verified: the trees the check read (their spans point
+    /// into `yaml`). [`Compiled::objects`] gives them as JSON.
+    pub documents: Vec<yaml::Node>,
     /// The objects as one YAML stream, exactly as rendered.
     pub yaml: String,
     /// Warnings about the request (they do not refuse it).
     pub warnings: Vec<Diagnostic>,
+}
+
+impl Compiled {
+    /// The objects as JSON, in apply order. Made when asked: printing the YAML stream needs
+    /// none of them.
+    pub fn objects(&self) -> Vec<Json> {
+        self.documents.iter().map(yaml::Node::to_json).collect()
+    }
 }
 
 /// Why a compile produced nothing.
@@ -168,7 +177,7 @@ fn compile_loaded(
     // A pod the request runs as a non-root user must meet `restricted`, as admission checks it.
     let restricted = plan.job.pod.security_context.is_some();
     let source = Source::new(RENDERED, yaml);
-    let objects =
+    let documents =
         verify(&rendered, &source, opts.kube_version, restricted).map_err(|diagnostics| {
             Failure::Output {
                 diagnostics,
@@ -177,7 +186,7 @@ fn compile_loaded(
         })?;
     Ok(Compiled {
         plan,
-        objects,
+        documents,
         yaml: source.into_text(),
         warnings: loaded.warnings.clone(),
     })
@@ -213,13 +222,14 @@ fn plan_loaded(
 /// each template's object is checked strictly against
 /// its kind in `version`, then the project's own lint runs over the whole stream, with the
 /// `restricted` Pod Security Standard when `restricted`. A template author's mistake is
-/// reported with the template's name and never reaches kubectl.
+/// reported with the template's name and never reaches kubectl. The documents are the
+/// objects, as parsed.
 pub fn verify(
     rendered: &[Rendered],
     source: &Source,
     version: KubeVersion,
     restricted: bool,
-) -> Result<Vec<Json>, Vec<Diagnostic>> {
+) -> Result<Vec<yaml::Node>, Vec<Diagnostic>> {
     // The template whose output holds a byte offset of the stream.
     let starts: Vec<usize> = rendered
         .iter()
@@ -305,12 +315,7 @@ pub fn verify(
         return Err(errors);
     }
     self_lint(source, &stream, restricted)?;
-    // The tree becomes the objects: nothing of it is copied.
-    Ok(stream
-        .documents
-        .into_iter()
-        .map(yaml::Node::into_json)
-        .collect())
+    Ok(stream.documents)
 }
 
 /// A custom resource the project renders (a JobSet), checked strictly: against its built-in

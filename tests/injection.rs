@@ -72,7 +72,7 @@ fn render(request: &Json) -> Option<Vec<Json>> {
             .expect("output is YAML");
             assert!(stream.duplicates.is_empty());
             let docs: Vec<Json> = stream.documents.iter().map(|d| d.to_json()).collect();
-            assert_eq!(docs, c.objects, "printed YAML and verified objects agree");
+            assert_eq!(docs, c.objects(), "printed YAML and verified objects agree");
             Some(docs)
         }
         Err(Failure::Request(d)) => {

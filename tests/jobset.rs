@@ -51,7 +51,7 @@ fn env<'a>(container: &'a Json, name: &str) -> Option<&'a str> {
 #[test]
 fn master_addr_names_pod_zero_of_the_job_the_jobset_creates() {
     for name in MULTI_NODE {
-        let objects = compile(name, &jobset_opts()).objects;
+        let objects = compile(name, &jobset_opts()).objects();
         let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
         assert!(
             !kinds.contains(&"Service"),
@@ -105,7 +105,7 @@ fn master_addr_names_pod_zero_of_the_job_the_jobset_creates() {
 /// creates (which Kueue would otherwise try to admit on its own).
 #[test]
 fn kueue_admits_the_jobset_not_its_job() {
-    let objects = compile("multi-node-16-kueue.yaml", &jobset_opts()).objects;
+    let objects = compile("multi-node-16-kueue.yaml", &jobset_opts()).objects();
     let js = objects.iter().find(|o| o["kind"] == "JobSet").unwrap();
     assert_eq!(js["spec"]["suspend"], true);
     let queue = &js["metadata"]["labels"]["kueue.x-k8s.io/queue-name"];
@@ -128,7 +128,7 @@ fn kueue_admits_the_jobset_not_its_job() {
 /// `PodFailurePolicy`, on which the JobSet fails without a restart.
 #[test]
 fn a_fatal_exit_code_fails_the_jobset_and_other_failures_restart_it() {
-    let objects = compile("multi-node-4-config.yaml", &jobset_opts()).objects;
+    let objects = compile("multi-node-4-config.yaml", &jobset_opts()).objects();
     let js = objects.iter().find(|o| o["kind"] == "JobSet").unwrap();
     let policy = &js["spec"]["failurePolicy"];
     // The request: backoffLimit 1, disruptions unset, fatalExitCodes [42].
@@ -220,20 +220,16 @@ fn the_probe_of_a_jobset_bundle_is_a_job_sharing_its_pull_secret() {
         Templates::embedded(),
     )
     .unwrap();
-    let probe = bundle.probe.unwrap();
-    let job = probe.objects.iter().find(|o| o["kind"] == "Job").unwrap();
-    let js = bundle
-        .job
-        .objects
-        .iter()
-        .find(|o| o["kind"] == "JobSet")
-        .unwrap();
+    let probe = bundle.probe.unwrap().objects();
+    let job = probe.iter().find(|o| o["kind"] == "Job").unwrap();
+    let objects = bundle.job.objects();
+    let js = objects.iter().find(|o| o["kind"] == "JobSet").unwrap();
     let pod = &js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"];
     assert_eq!(
         job["spec"]["template"]["spec"]["imagePullSecrets"],
         pod["imagePullSecrets"]
     );
-    assert!(probe.objects.iter().any(|o| o["kind"] == "Service"));
+    assert!(probe.iter().any(|o| o["kind"] == "Service"));
 }
 
 /// `indent` moves a block of the template's own output; a value cannot be written outside a
@@ -361,11 +357,8 @@ fn names_at_the_length_edges() {
         let source = Source::new("request.json", request.to_string());
         let compiled = tao_k8s::compile(&source, &jobset_opts(), Templates::embedded())
             .unwrap_or_else(|e| panic!("{name}: {e:#?}"));
-        let js = compiled
-            .objects
-            .iter()
-            .find(|o| o["kind"] == "JobSet")
-            .unwrap();
+        let objects = compiled.objects();
+        let js = objects.iter().find(|o| o["kind"] == "JobSet").unwrap();
         let jobset = js["metadata"]["name"].as_str().unwrap();
         let longest = format!("{jobset}-workers-0-{}-abcde", nodes - 1);
         assert!(is_dns1035_label(&longest), "{name} {nodes}: {longest}");

@@ -30,7 +30,7 @@ fn request(name: &str, nodes: u32) -> Json {
 
 fn compile(request: &Json, opts: &Options) -> Result<Vec<Json>, Failure> {
     let source = Source::new("request.json", request.to_string());
-    tao_k8s::compile(&source, opts, Templates::embedded()).map(|c| c.objects)
+    tao_k8s::compile(&source, opts, Templates::embedded()).map(|c| c.objects())
 }
 
 fn objects(request: &Json) -> Vec<Json> {

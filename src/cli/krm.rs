@@ -136,10 +136,10 @@ fn compile_item(
             out.diagnostics(Some(&source), &compiled.warnings);
             // The verified text of each object: one document of the stream each.
             let documents = compiled.yaml.split("---\n").filter(|d| !d.is_empty());
-            for (text, object) in documents.zip(&compiled.objects) {
+            for (text, object) in documents.zip(&compiled.documents) {
                 output.push_str(&listed(&Item {
                     text: text.to_string(),
-                    object: object.clone(),
+                    object: object.to_json(),
                 }));
             }
             compiled

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use tao_k8s::plan::{Options, SpecReader};
 use tao_k8s::render::Templates;
 use tao_k8s::source::Source;
+use tao_k8s::yaml;
 use tao_k8s::{Bundle, Compiled, Failure};
 
 /// What a compiling command produces.
@@ -237,21 +238,25 @@ impl Product {
         }
     }
 
-    /// The YAML stream and the objects `render` prints.
+    /// The YAML stream and the objects `render` prints, once only they are kept.
     fn printed(&self) -> (&str, &[serde_json::Value]) {
         match self {
             Product::Printed { yaml, objects } => (yaml, objects),
-            _ => self.job().map_or(("", &[]), |c| (&c.yaml, &c.objects)),
+            _ => ("", &[]),
         }
     }
 
-    /// Every object it applies, the probe's included.
-    fn objects(&self) -> impl Iterator<Item = &serde_json::Value> {
+    /// Every object it applies, the probe's included (none once only what is printed is
+    /// kept).
+    fn objects(&self) -> impl Iterator<Item = &yaml::Node> {
         let probe = match self {
-            Product::Bundle(b) => b.probe.as_ref().map(|p| p.objects.as_slice()),
+            Product::Bundle(b) => b.probe.as_ref().map(|p| p.documents.as_slice()),
             _ => None,
         };
-        self.printed().1.iter().chain(probe.unwrap_or_default())
+        let job = self.job().map(|c| c.documents.as_slice());
+        job.unwrap_or_default()
+            .iter()
+            .chain(probe.unwrap_or_default())
     }
 }
 
@@ -273,7 +278,13 @@ impl Done {
         if let Product::Compiled(c) = &mut self.product {
             let (yaml, objects) = match format {
                 Format::Yaml => (std::mem::take(&mut c.yaml), Vec::new()),
-                Format::Json => (String::new(), std::mem::take(&mut c.objects)),
+                Format::Json => (
+                    String::new(),
+                    std::mem::take(&mut c.documents)
+                        .into_iter()
+                        .map(yaml::Node::into_json)
+                        .collect(),
+                ),
             };
             self.product = Product::Printed { yaml, objects };
         }
@@ -396,7 +407,7 @@ fn compile_all(
         // Printed manifests lack the Secrets `job.sh submit` would make: say which to make.
         if let Output::Manifests(_) = output {
             let needed =
-                tao_k8s::driver::credentials::needed_secrets(&compiled.plan, &compiled.objects);
+                tao_k8s::driver::credentials::needed_secrets(&compiled.plan, &compiled.documents);
             let lines =
                 tao_k8s::driver::credentials::needed_note(&needed, &compiled.plan.namespace);
             if let Some((first, rest)) = lines.split_first() {
@@ -460,17 +471,21 @@ fn clash(
     })
 }
 
-fn key_of(object: &serde_json::Value) -> (String, String, String) {
-    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+fn key_of(object: &yaml::Node) -> (String, String, String) {
+    let text = |node: Option<&yaml::Node>| match node.map(|n| &n.value) {
+        Some(yaml::Value::Str(s)) => s.clone(),
+        _ => String::new(),
+    };
+    let metadata = object.get("metadata");
     (
-        text(&object["kind"]),
-        text(&object["metadata"]["namespace"]),
-        text(&object["metadata"]["name"]),
+        text(object.get("kind")),
+        text(metadata.and_then(|m| m.get("namespace"))),
+        text(metadata.and_then(|m| m.get("name"))),
     )
 }
 
 /// `Kind namespace/name`.
-fn object_key(object: &serde_json::Value) -> String {
+fn object_key(object: &yaml::Node) -> String {
     let (kind, namespace, name) = key_of(object);
     format!("`{kind} {namespace}/{name}`")
 }

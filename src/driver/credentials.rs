@@ -10,6 +10,7 @@
 
 use super::{NGC_USERNAME, docker_config};
 use crate::request::credentials::{LEGACY_S3_KEYS, NGC_KEY, extra_problem};
+use crate::yaml::{Node, Value as YamlValue};
 use serde_json::{Value, json};
 
 /// The submitter's allow-list, besides `--pass-env`.
@@ -149,13 +150,16 @@ pub enum NeededKind {
 /// and do not hold: the credentials Secret (unless the request names its own in
 /// `credentials.secretName`, which exists already), then the NGC pull Secret. Secrets the
 /// request names are the submitter's own and not listed. Empty when the output is whole.
-pub fn needed_secrets(plan: &crate::plan::Plan, objects: &[Value]) -> Vec<Needed> {
+pub fn needed_secrets(plan: &crate::plan::Plan, objects: &[Node]) -> Vec<Needed> {
     let mut referenced = std::collections::BTreeSet::new();
     for object in objects {
         secret_refs(object, &mut referenced);
     }
-    for object in objects.iter().filter(|o| o["kind"] == "Secret") {
-        if let Some(name) = object["metadata"]["name"].as_str() {
+    for object in objects
+        .iter()
+        .filter(|o| text(o.get("kind")) == Some("Secret"))
+    {
+        if let Some(name) = text(object.get("metadata").and_then(|m| m.get("name"))) {
             referenced.remove(name);
         }
     }
@@ -178,36 +182,42 @@ pub fn needed_secrets(plan: &crate::plan::Plan, objects: &[Value]) -> Vec<Needed
     });
     credentials
         .chain(pull)
-        .filter(|n| referenced.contains(&n.name))
+        .filter(|n| referenced.contains(n.name.as_str()))
         .collect()
 }
 
 /// Every Secret name `value` references: `secretKeyRef`, `envFrom[].secretRef`, secret
 /// volumes and projections, `imagePullSecrets`.
-fn secret_refs(value: &Value, out: &mut std::collections::BTreeSet<String>) {
-    match value {
-        Value::Object(map) => {
-            for (key, v) in map {
-                let name = match key.as_str() {
-                    "secretKeyRef" | "secretRef" => v["name"].as_str(),
-                    "secret" => v["secretName"].as_str().or(v["name"].as_str()),
+fn secret_refs<'a>(node: &'a Node, out: &mut std::collections::BTreeSet<&'a str>) {
+    match &node.value {
+        YamlValue::Map(entries) => {
+            for (key, v) in entries {
+                let key = text(Some(key)).unwrap_or_default();
+                let name = |field| text(v.get(field));
+                let name = match key {
+                    "secretKeyRef" | "secretRef" => name("name"),
+                    "secret" => name("secretName").or(name("name")),
                     _ => None,
                 };
-                if let Some(name) = name {
-                    out.insert(name.to_string());
-                }
-                if key == "imagePullSecrets" {
-                    for s in v.as_array().into_iter().flatten() {
-                        if let Some(name) = s["name"].as_str() {
-                            out.insert(name.to_string());
-                        }
-                    }
+                out.extend(name);
+                if key == "imagePullSecrets"
+                    && let YamlValue::Seq(items) = &v.value
+                {
+                    out.extend(items.iter().filter_map(|s| text(s.get("name"))));
                 }
                 secret_refs(v, out);
             }
         }
-        Value::Array(items) => items.iter().for_each(|v| secret_refs(v, out)),
+        YamlValue::Seq(items) => items.iter().for_each(|v| secret_refs(v, out)),
         _ => {}
+    }
+}
+
+/// A string node's text.
+fn text(node: Option<&Node>) -> Option<&str> {
+    match node.map(|n| &n.value) {
+        Some(YamlValue::Str(s)) => Some(s),
+        _ => None,
     }
 }
 
@@ -328,21 +338,27 @@ mod tests {
 
     #[test]
     fn only_secrets_the_objects_reference_and_do_not_hold_are_needed() {
-        let objects = vec![json!({
-            "kind": "Job",
-            "spec": {"template": {"spec": {
-                "imagePullSecrets": [{"name": "j-ngc"}, {"name": "team-pull"}],
-                "containers": [{
-                    "envFrom": [{"secretRef": {"name": "j-creds"}}],
-                    "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "j-creds", "key": "S3_ENDPOINT_URL"}}}]
-                }]
-            }}}
-        })];
+        let text = r#"
+kind: Job
+spec:
+  template:
+    spec:
+      imagePullSecrets: [{name: j-ngc}, {name: team-pull}]
+      volumes:
+        - {name: v, secret: {secretName: j-volume}}
+      containers:
+        - envFrom: [{secretRef: {name: j-creds}}]
+          env: [{name: X, valueFrom: {secretKeyRef: {name: j-creds, key: S3_ENDPOINT_URL}}}]
+"#;
+        let source = crate::source::Source::new("t", text);
+        let objects = crate::yaml::parse(&source, crate::yaml::Limits::default())
+            .unwrap()
+            .documents;
         let mut refs = std::collections::BTreeSet::new();
-        secret_refs(&Value::Array(objects.clone()), &mut refs);
+        objects.iter().for_each(|o| secret_refs(o, &mut refs));
         assert_eq!(
             refs.into_iter().collect::<Vec<_>>(),
-            ["j-creds", "j-ngc", "team-pull"]
+            ["j-creds", "j-ngc", "j-volume", "team-pull"]
         );
         let needed = vec![
             Needed {

@@ -1008,7 +1008,7 @@ mod tests {
                 continue;
             };
             same(&compiled.yaml);
-            let documents = compiled.objects.len();
+            let documents = compiled.documents.len();
             assert_eq!(
                 taken(&compiled.yaml),
                 documents,
