@@ -472,9 +472,10 @@ fn clash(
 }
 
 fn key_of(object: &yaml::Node) -> (String, String, String) {
-    let text = |node: Option<&yaml::Node>| match node.map(|n| &n.value) {
-        Some(yaml::Value::Str(s)) => s.clone(),
-        _ => String::new(),
+    let text = |node: Option<&yaml::Node>| {
+        node.and_then(tao_k8s::lint::api::text)
+            .unwrap_or_default()
+            .to_string()
     };
     let metadata = object.get("metadata");
     (

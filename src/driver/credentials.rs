@@ -9,6 +9,7 @@
 //! reads.
 
 use super::{NGC_USERNAME, docker_config};
+use crate::lint::api::text;
 use crate::request::credentials::{LEGACY_S3_KEYS, NGC_KEY, extra_problem};
 use crate::yaml::{Node, Value as YamlValue};
 use serde_json::{Value, json};
@@ -157,9 +158,13 @@ pub fn needed_secrets(plan: &crate::plan::Plan, objects: &[Node]) -> Vec<Needed>
     }
     for object in objects
         .iter()
-        .filter(|o| text(o.get("kind")) == Some("Secret"))
+        .filter(|o| o.get("kind").and_then(text) == Some("Secret"))
     {
-        if let Some(name) = text(object.get("metadata").and_then(|m| m.get("name"))) {
+        if let Some(name) = object
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(text)
+        {
             referenced.remove(name);
         }
     }
@@ -186,14 +191,14 @@ pub fn needed_secrets(plan: &crate::plan::Plan, objects: &[Node]) -> Vec<Needed>
         .collect()
 }
 
-/// Every Secret name `value` references: `secretKeyRef`, `envFrom[].secretRef`, secret
+/// Every Secret name `node` references: `secretKeyRef`, `envFrom[].secretRef`, secret
 /// volumes and projections, `imagePullSecrets`.
 fn secret_refs<'a>(node: &'a Node, out: &mut std::collections::BTreeSet<&'a str>) {
     match &node.value {
         YamlValue::Map(entries) => {
             for (key, v) in entries {
-                let key = text(Some(key)).unwrap_or_default();
-                let name = |field| text(v.get(field));
+                let key = text(key).unwrap_or_default();
+                let name = |field| v.get(field).and_then(text);
                 let name = match key {
                     "secretKeyRef" | "secretRef" => name("name"),
                     "secret" => name("secretName").or(name("name")),
@@ -203,21 +208,13 @@ fn secret_refs<'a>(node: &'a Node, out: &mut std::collections::BTreeSet<&'a str>
                 if key == "imagePullSecrets"
                     && let YamlValue::Seq(items) = &v.value
                 {
-                    out.extend(items.iter().filter_map(|s| text(s.get("name"))));
+                    out.extend(items.iter().filter_map(|s| s.get("name").and_then(text)));
                 }
                 secret_refs(v, out);
             }
         }
         YamlValue::Seq(items) => items.iter().for_each(|v| secret_refs(v, out)),
         _ => {}
-    }
-}
-
-/// A string node's text.
-fn text(node: Option<&Node>) -> Option<&str> {
-    match node.map(|n| &n.value) {
-        Some(YamlValue::Str(s)) => Some(s),
-        _ => None,
     }
 }
 
