@@ -20,6 +20,9 @@ pub struct Document<'a> {
     /// The Pod Security Standards level its namespace enforces (a Namespace's label in the
     /// same file, else `--pod-security`); `None`: not checked.
     pub pod_security: Option<super::PodSecurity>,
+    /// Which replicated Job of a JobSet the pod spec is taken from (0 for every other kind):
+    /// the lint runs the rules once per replicated Job ([`Document::replicated`]).
+    pub replicated_job: usize,
     /// The pod spec's path and node, found once: most rules start from it.
     pod: std::cell::OnceCell<Option<(Vec<Step>, &'a Node)>>,
 }
@@ -51,7 +54,8 @@ impl<'a> Document<'a> {
     }
 
     /// The path of the pod spec of a Pod, or of the template of a Job, Deployment,
-    /// StatefulSet, DaemonSet, ReplicaSet, CronJob, or of a JobSet's first replicated Job.
+    /// StatefulSet, DaemonSet, ReplicaSet, CronJob, or of a JobSet's replicated Job
+    /// ([`Document::replicated_job`]).
     pub fn pod_spec_path(&self) -> Option<&[Step]> {
         self.pod_spec().map(|(path, _)| path)
     }
@@ -74,22 +78,50 @@ impl<'a> Document<'a> {
     }
 }
 
-impl Document<'_> {
-    /// The Job spec of a JobSet's first replicated Job (the one a JobSet `tao-k8s` renders
-    /// has): `spec.replicatedJobs[0].template.spec`. The others are not checked by the rules
-    /// that read one pod spec.
+impl<'a> Document<'a> {
+    /// The Job spec of the document's replicated Job of a JobSet
+    /// (`spec.replicatedJobs[i].template.spec`, `i` being [`Document::replicated_job`]).
     pub fn jobset_job_path(&self) -> Option<Vec<Step>> {
+        self.jobset_job_path_at(self.replicated_job)
+    }
+
+    /// The Job spec of the JobSet's `i`th replicated Job, if the document is a JobSet that
+    /// has one.
+    pub fn jobset_job_path_at(&self, i: usize) -> Option<Vec<Step>> {
         if self.kind != "JobSet" || !self.api_version.starts_with("jobset.x-k8s.io/") {
             return None;
         }
         let path = vec![
             Step::Key("spec".into()),
             Step::Key("replicatedJobs".into()),
-            Step::Index(0),
+            Step::Index(i),
             Step::Key("template".into()),
             Step::Key("spec".into()),
         ];
         self.at(&path).is_some().then_some(path)
+    }
+
+    /// How many replicated Jobs a JobSet lists (0 for every other kind).
+    pub fn replicated_jobs(&self) -> usize {
+        if self.kind != "JobSet" || !self.api_version.starts_with("jobset.x-k8s.io/") {
+            return 0;
+        }
+        match self.root.get("spec").and_then(|s| s.get("replicatedJobs")) {
+            Some(Node {
+                value: Value::Seq(jobs),
+                ..
+            }) => jobs.len(),
+            _ => 0,
+        }
+    }
+
+    /// The same object, its pod spec taken from the JobSet's `i`th replicated Job.
+    pub fn replicated(&self, i: usize) -> Document<'a> {
+        Document {
+            replicated_job: i,
+            pod: std::cell::OnceCell::new(),
+            ..*self
+        }
     }
 }
 
@@ -115,6 +147,7 @@ impl<'a> Document<'a> {
             yaml11_booleans,
             kube_version: KubeVersion::NEWEST,
             pod_security: None,
+            replicated_job: 0,
             pod: std::cell::OnceCell::new(),
         })
     }

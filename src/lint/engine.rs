@@ -291,8 +291,22 @@ impl<'s> Pass<'s> {
         }
     }
 
-    /// Every selected rule over the document, and the hidden ones for their masks.
+    /// Every selected rule over the document, and the hidden ones for their masks. A JobSet's
+    /// every replicated Job is checked: the rules run again with the pod spec of each after
+    /// the first, keeping what they find under that Job (the rest was found with the first).
     fn check(&mut self, doc: &Document, index: usize) {
+        self.check_within(doc, index, None);
+        for i in 1..doc.replicated_jobs() {
+            let within = vec![
+                Step::Key("spec".into()),
+                Step::Key("replicatedJobs".into()),
+                Step::Index(i),
+            ];
+            self.check_within(&doc.replicated(i), index, Some(within));
+        }
+    }
+
+    fn check_within(&mut self, doc: &Document, index: usize, within: Option<Vec<Step>>) {
         let masked = self.masks.is_some();
         for (rule, shown) in self
             .rules
@@ -301,6 +315,7 @@ impl<'s> Pass<'s> {
             .chain(self.hidden.iter().map(|r| (r, false)))
         {
             let mut found = Findings::new(if shown { self.out.room() } else { 0 });
+            found.within.clone_from(&within);
             if masked && rule.meta().group == Group::Redaction {
                 found.spans = Some(Vec::new());
             }

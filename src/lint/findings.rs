@@ -6,7 +6,7 @@ use super::suppression::Suppressions;
 use super::{Finding, Meta, TOO_MANY, UNKNOWN_KIND};
 use crate::diag::{Diagnostic, Severity};
 use crate::source::{Source, Span};
-use crate::yaml::{Node, display_path};
+use crate::yaml::{Node, Step, display_path};
 use serde::Serialize;
 
 /// Where a rule puts its findings about one document: only as many are kept as the report
@@ -19,6 +19,9 @@ pub struct Findings {
     pub(super) over: usize,
     /// The span of every finding, kept or counted (for the masks of the redaction rules).
     pub(super) spans: Option<Vec<Span>>,
+    /// Only findings under this path are taken (the replicated Job of a JobSet being
+    /// checked again: the rest of the object was checked with its first one).
+    pub(super) within: Option<Vec<Step>>,
 }
 
 impl Findings {
@@ -28,11 +31,17 @@ impl Findings {
             room,
             over: 0,
             spans: None,
+            within: None,
         }
     }
 
     /// Keep the finding, or count it when there is no room left.
     pub fn push(&mut self, f: Finding) {
+        if let Some(within) = &self.within
+            && !f.path.starts_with(within)
+        {
+            return;
+        }
         if let Some(spans) = &mut self.spans {
             spans.push(f.span.clone());
         }

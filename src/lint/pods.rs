@@ -52,8 +52,8 @@ pub fn scalar_text(node: &Node) -> String {
     }
 }
 
-/// The Job spec of a `batch` Job, of a CronJob's Job template, or of a JobSet's first
-/// replicated Job, with its path.
+/// The Job spec of a `batch` Job, of a CronJob's Job template, or of a JobSet's replicated Job
+/// (the one [`Document::replicated_job`] says), with its path.
 pub fn job_spec<'a>(doc: &Document<'a>) -> Option<(Vec<Step>, &'a Node)> {
     if let Some(path) = doc.jobset_job_path() {
         let (_, spec) = doc.root.lookup(&path)?;
@@ -113,4 +113,32 @@ pub fn env_values<'a>(doc: &Document<'a>) -> Vec<EnvValue<'a>> {
         }
     }
     out
+}
+
+/// The pods a JobSet's replicated Jobs run: for each, `replicas` (1 if unset) and the pods of
+/// one replica (`completions`, else `parallelism`, else 1). `None` when a count is not an
+/// integer written in the manifest.
+pub fn jobset_pods(doc: &Document) -> Option<Vec<(i64, i64)>> {
+    let count = |node: Option<&Node>, default: i64| match node.map(|n| &n.value) {
+        None => Some(default),
+        Some(Value::Int(n)) => Some(*n),
+        Some(_) => None,
+    };
+    (0..doc.replicated_jobs())
+        .map(|i| {
+            let job = doc.at(&doc.jobset_job_path_at(i)?[..3])?;
+            let spec = job.get("template").and_then(|t| t.get("spec"))?;
+            let pods = match spec.get("completions") {
+                Some(c) => count(Some(c), 1)?,
+                None => count(spec.get("parallelism"), 1)?,
+            };
+            Some((count(job.get("replicas"), 1)?, pods))
+        })
+        .collect()
+}
+
+/// All the pods of [`jobset_pods`]' replicated Jobs.
+pub fn total_pods(jobs: &[(i64, i64)]) -> i64 {
+    jobs.iter()
+        .fold(0i64, |n, (r, p)| n.saturating_add(r.saturating_mul(*p)))
 }

@@ -1,14 +1,15 @@
 use crate::kube::names::is_dns1123_label;
-use crate::lint::pods::env_values;
+use crate::lint::pods::{env_values, jobset_pods, total_pods};
 use crate::lint::{Document, Finding, Findings, Rule, steps};
 use crate::yaml::{Step, Value};
 
 crate::rule! {
-    /// What it checks: in an Indexed Job whose pod template sets `subdomain`, or a JobSet's
-    /// first replicated Job, the `MASTER_ADDR` env value of every container and init
+    /// What it checks: in an Indexed Job whose pod template sets `subdomain`, or every
+    /// replicated Job of a JobSet, the `MASTER_ADDR` env value of every container and init
     /// container, when written in the manifest. It must be the hostname Kubernetes gives pod 0,
-    /// `<job-name>-0.<subdomain>` (in a JobSet `<jobset>-<replicated job>-0-0.<subdomain>`,
-    /// the subdomain being the JobSet's name unless `spec.network.subdomain` says), optionally followed
+    /// `<job-name>-0.<subdomain>` (in a JobSet, pod 0 of the first replicated Job's first
+    /// replica, `<jobset>-<replicated job>-0-0.<subdomain>`, the subdomain being the JobSet's
+    /// name unless `spec.network.subdomain` says), optionally followed
     /// by `.<namespace>` or `.<namespace>.svc.<cluster-domain>`. Values from `valueFrom`, values
     /// that expand `$(VAR)`, and `localhost` in a one-pod Job are not findings.
     ///
@@ -74,7 +75,8 @@ fn pod_zero(doc: &Document) -> Option<(String, bool)> {
         let at = [job, &steps("completions")].concat();
         matches!(doc.at(&at).map(|n| &n.value), None | Some(Value::Int(..=1)))
     };
-    if let Some(job) = doc.jobset_job_path() {
+    if doc.jobset_job_path().is_some() {
+        let job = doc.jobset_job_path_at(0)?;
         let first = &job[..3];
         let replicated = text(&[first, &steps("name")].concat())?;
         if matches!(
@@ -86,7 +88,9 @@ fn pod_zero(doc: &Document) -> Option<(String, bool)> {
         }
         let subdomain = text(&steps("spec.network.subdomain")).unwrap_or(name);
         let host = format!("{name}-{replicated}-0-0.{subdomain}");
-        return Some((host, completions(&job)));
+        // `localhost` only where the whole JobSet is one pod.
+        let one_pod = jobset_pods(doc).is_some_and(|jobs| total_pods(&jobs) <= 1);
+        return Some((host, one_pod));
     }
     if doc.kind != "Job" || text(&steps("spec.completionMode")) != Some("Indexed") {
         return None;
