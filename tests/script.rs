@@ -3665,6 +3665,23 @@ fn mark(s: &Sandbox, id: &str, state: &str) {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
 }
 
+/// The reader Pod a `logs` run read: `<job>-logs-<8 hex>`, its own name.
+fn reader_in(run: &Run, job: &str) -> String {
+    let reader = run
+        .lines()
+        .iter()
+        .find_map(|l| l.strip_prefix("logs pod/").map(str::to_string))
+        .expect("a reader Pod's log was read");
+    let hex = reader
+        .strip_prefix(&format!("{job}-logs-"))
+        .unwrap_or_default();
+    assert!(
+        hex.len() == 8 && hex.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{reader}"
+    );
+    reader
+}
+
 /// The Job rtdetr-train-4n ended and its TTL deleted it, pods and all. Its logs are on the
 /// PVC of resultsDir: a reader Pod mounts it read-only where the Job's pods did, prints them,
 /// and is deleted by its uid; the record, which had ended, is unchanged.
@@ -3675,12 +3692,10 @@ fn logs_of_a_deleted_job_are_read_from_its_volume_by_a_reader_pod() {
     keep_logs(&s, "/results/rtdetr");
     let id = s.running_record(&format!("default/{job}"));
     mark(&s, &id, "SUCCEEDED");
-    let reader = tao_k8s::driver::logs::reader_name(job, &id);
-    assert!(reader.starts_with(&format!("{job}-logs-")), "{reader}");
     let scenario = s.scenario(
         "kept-logs",
         &format!(
-            "when logs pod/{reader}\n  out ==> rank-0.log <==\n  out epoch 72/72: loss 0.101\n  \
+            "when logs pod/{job}-logs-*\n  out ==> rank-0.log <==\n  out epoch 72/72: loss 0.101\n  \
              out ==> rank-1.log <==\n  out epoch 72/72: loss 0.102\n"
         ),
     );
@@ -3689,6 +3704,7 @@ fn logs_of_a_deleted_job_are_read_from_its_volume_by_a_reader_pod() {
     let env = [("FAKE_KUBECTL_DELETED", deleted.to_str().unwrap())];
     let run = s.run(&scenario, &env, &["logs", "--record", &id]);
     run.assert_code(0);
+    let reader = reader_in(&run, job);
     assert_eq!(
         run.stdout,
         "==> rank-0.log <==\nepoch 72/72: loss 0.101\n==> rank-1.log <==\nepoch 72/72: loss 0.102\n"
@@ -3793,7 +3809,10 @@ fn logs_of_a_deleted_job_are_read_from_its_volume_by_a_reader_pod() {
         &["logs", "--record", &id, "--index", "1", "--tail", "20"],
     );
     run.assert_code(0);
-    let text = fs::read_to_string(deleted.join(format!("default-pod-{reader}.json"))).unwrap();
+    // Another reader, another name: two `logs` of one record at once do not collide.
+    let second = reader_in(&run, job);
+    assert_ne!(second, reader);
+    let text = fs::read_to_string(deleted.join(format!("default-pod-{second}.json"))).unwrap();
     let pod: Value = serde_json::from_str(&text).unwrap();
     let command = pod["spec"]["containers"][0]["command"].as_array().unwrap();
     assert_eq!(command[5..], ["1", "20"]);
@@ -3809,12 +3828,11 @@ fn logs_of_a_job_without_pods_are_read_from_its_volume_and_the_reader_always_goe
     keep_logs(&s, "/results/rtdetr");
     s.preload("job-rtdetr-complete.json");
     let id = s.running_record(&format!("default/{job}"));
-    let reader = tao_k8s::driver::logs::reader_name(job, &id);
     let scenario = s.scenario(
         "no-pods",
         &format!(
             "when get pods -l batch.kubernetes.io/controller-uid=* -o name\n\
-             when logs pod/{reader}\n  out tao-k8s: no log of rank 3 was kept under /results/rtdetr/logs/{id}\n"
+             when logs pod/{job}-logs-*\n  out tao-k8s: no log of rank 3 was kept under /results/rtdetr/logs/{id}\n"
         ),
     );
     let run = s.run(&scenario, &[], &["logs", "--record", &id, "--index", "3"]);
@@ -3831,6 +3849,7 @@ fn logs_of_a_job_without_pods_are_read_from_its_volume_and_the_reader_always_goe
         &["logs", "--record", &id, "--index", "3"],
     );
     run.assert_code(1);
+    let reader = reader_in(&run, job);
     assert_eq!(run.stdout, "");
     run.assert_stderr(&format!(
         "tao-k8s: no log of rank 3 was kept under /results/rtdetr/logs/{id}"
@@ -3860,14 +3879,13 @@ fn logs_that_kubectl_cannot_read_come_from_where_they_were_kept() {
     let s = Sandbox::new("fixtures/requests/valid/multi-node-4-config.yaml");
     s.preload("job-rtdetr-complete.json");
     let id = s.running_record(&format!("default/{job}"));
-    let reader = tao_k8s::driver::logs::reader_name(job, &id);
     let scenario = s.scenario(
         "node-gone",
         &format!(
             "when get pods -l batch.kubernetes.io/controller-uid=* -o name\n  out pod/{job}-1-b8d4c\n\
              when logs -l batch.kubernetes.io/controller-uid=*\n  \
              err Error from server: Get \"https://10.0.0.7:10250/containerLogs/default/{job}-1-b8d4c/tao\": dial tcp 10.0.0.7:10250: connect: no route to host\n  exit 1\n\
-             when logs pod/{reader}\n  out ==> rank-1.log <==\n  out epoch 9/72: loss 0.4\n"
+             when logs pod/{job}-logs-*\n  out ==> rank-1.log <==\n  out epoch 9/72: loss 0.4\n"
         ),
     );
     let run = s.run(&scenario, &[], &["logs", "--record", &id, "--index", "1"]);

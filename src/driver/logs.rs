@@ -171,9 +171,26 @@ pub fn kept(workload: &Value, record: &str) -> Kept {
     not("its log directory is on no PersistentVolumeClaim nor NFS volume, and no uploader keeps it")
 }
 
-/// The reader Pod's name: `<job>-logs-<8 hex of the record id's sha256>`, a DNS label.
+/// A reader Pod's name: `<job>-logs-<8 hex>`, a DNS label. The hex is of the sha256 of the
+/// record id, the clock's nanoseconds, the process id and a process-wide counter: each reader
+/// has its own name, so two `job.sh logs` of one record at once do not collide on it (each
+/// deletes only its own Pod, by uid).
 pub fn reader_name(job: &str, record: &str) -> String {
-    let digest = Sha256::digest(record.as_bytes());
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let mut hash = Sha256::new();
+    hash.update(record.as_bytes());
+    hash.update(nanos.to_le_bytes());
+    hash.update(std::process::id().to_le_bytes());
+    hash.update(
+        COUNTER
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .to_le_bytes(),
+    );
+    let digest = hash.finalize();
     let suffix = format!(
         "{:02x}{:02x}{:02x}{:02x}",
         digest[0], digest[1], digest[2], digest[3]
@@ -406,7 +423,7 @@ mod tests {
         assert_eq!(
             command[3..],
             [
-                json!(reader_name("dino", RECORD)),
+                pod["metadata"]["name"].clone(),
                 json!(format!("/results/x'; rm -rf / #/logs/{RECORD}")),
                 json!("3"),
                 json!("50")
@@ -478,7 +495,8 @@ mod tests {
     fn reader_names_are_dns_labels_within_63() {
         let name = reader_name("dino", RECORD);
         assert!(name.starts_with("dino-logs-") && name.len() == 18, "{name}");
-        assert_ne!(name, reader_name("dino", "tao-20261202-083107-7f3b"));
+        // Two readers of one record at once have two names.
+        assert_ne!(name, reader_name("dino", RECORD));
         for job in [
             "a".repeat(63),
             format!("{}-b", "a".repeat(48)),
