@@ -8,6 +8,7 @@
 //! `changeme`, `REPLACE_ME`, values ending in EXAMPLE). Placeholders stay silent: they are what a
 //! template or a README is supposed to hold, and a note for each would bury real findings.
 
+use super::WordPattern;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -18,11 +19,9 @@ fn re(pattern: &str) -> Regex {
 /// Whole values that are a template's slot: shell and Kubernetes expansions, Go/Helm/Jinja
 /// templates, Octopus `#{Name}`, Python `%(name)s` and `{name}`, Windows `%NAME%`, `@NAME@`
 /// and `__NAME__` token-replacement markers.
-static REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"^(?:\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*\}\}|%\{[^}]*\}|#\{[^}]*\}#?|%\([A-Za-z_][\w.]*\)[sdr]|\{[A-Za-z_][\w.]*\}|%[A-Za-z_]\w*%|@[A-Za-z_]\w*@|__[A-Za-z_]\w*__)$",
-    )
-});
+static REFERENCE: WordPattern = WordPattern::new(
+    r"^(?:\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*\}\}|%\{[^}]*\}|#\{[^}]*\}#?|%\([A-Za-z_][\w.]*\)[sdr]|\{[A-Za-z_][\w.]*\}|%[A-Za-z_]\w*%|@[A-Za-z_]\w*@|__[A-Za-z_]\w*__)$",
+);
 /// Values published in documentation as examples, safe by being public: the jwt.io sample
 /// token's signature, Stripe's documented test keys, AWS's EXAMPLE keys (caught by EXAMPLE).
 const DOC_EXAMPLES: [&str; 3] = [
@@ -88,7 +87,7 @@ pub fn is_placeholder(value: &str) -> bool {
     let first = chars.next();
     first.is_none()
         || chars.all(|c| Some(c) == first)
-        || REFERENCE.is_match(v)
+        || REFERENCE.regex(v).is_match(v)
         || (v.starts_with('<') && v.ends_with('>'))
         || lower.starts_with("todo")
         || listed(PLACEHOLDER_WORDS, &lower)

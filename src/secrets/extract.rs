@@ -8,6 +8,7 @@
 //! decide. Shell text is split into words by `shlex` (POSIX quoting rules: `'...'`, `"..."`,
 //! backslashes), so a quoted password is one word, as the shell would pass it.
 
+use super::WordPattern;
 use regex::Regex;
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -45,8 +46,8 @@ static PGPASS: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?m)^[A-Za-z0-9_.*-]+:(?:[0-9]+|\*):[A-Za-z0-9_.*-]+:[A-Za-z0-9_.@*-]+:([^\s]+)[ \t]*$")
 });
 /// XML elements with text (Maven `settings.xml`: `<password>…</password>`).
-static XML: LazyLock<Regex> =
-    LazyLock::new(|| re(r"<([A-Za-z][\w.:-]*)>[ \t]*([^<\s]+)[ \t]*</([A-Za-z][\w.:-]*)>"));
+static XML: WordPattern =
+    WordPattern::new(r"<([A-Za-z][\w.:-]*)>[ \t]*([^<\s]+)[ \t]*</([A-Za-z][\w.:-]*)>");
 /// `Authorization: Bearer …`, `Basic …`, `token …` (headers in curl arguments, probes, files),
 /// also as an nginx directive's argument (`proxy_set_header Authorization "Basic …";`).
 static AUTH_HEADER: LazyLock<Regex> = LazyLock::new(|| {
@@ -129,7 +130,7 @@ pub fn files(text: &str, out: &mut Vec<Candidate>) {
         }
     }
     if text.contains("</") {
-        for c in XML.captures_iter(text) {
+        for c in XML.regex(text).captures_iter(text) {
             let (open, close) = (&c[1], &c[3]);
             if open == close {
                 push(open, c.get(2).expect("group 2").range(), false);
