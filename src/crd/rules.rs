@@ -133,11 +133,14 @@ impl Rule {
             Ok(_) => return Verdict::Unknown,
             Err(error) => Some(error),
         };
+        let rule = self.message.as_deref().unwrap_or(&self.text);
         let message = match failed {
-            Some(error) => format!(
-                "{error} evaluating rule: {}",
-                self.message.as_deref().unwrap_or(&self.text)
+            // A function given arguments it has no overload for, at run time.
+            Some(error) if error.starts_with("no such overload") => format!(
+                "'{error}': call arguments did not match a supported operator, function or \
+                 macro signature for rule: {rule}"
             ),
+            Some(error) => format!("{error} evaluating rule: {rule}"),
             None => self.message(&variables),
         };
         Verdict::Fail {
@@ -187,8 +190,11 @@ pub fn compile(expression: &str) -> Result<cel::Program, String> {
 /// The longest expression the API server's CEL parser reads, in code points.
 const MAX_CODE_POINTS: usize = 100_000;
 
-/// `program` with these variables bound. `Ok(None)`: not evaluated here (a function of
-/// Kubernetes' libraries the crate lacks, or an error that is the engine's, not the object's).
+/// `program` with these variables bound. `Err`: the evaluation fails, with the error the API
+/// server reports (a missing key, a division by zero, a Kubernetes library function refusing
+/// its argument: `quantity('x')`, `ip('1.2.3')`, `[].min()`). `Ok(None)`: not evaluated here
+/// (a function or variable the engine lacks, a value it cannot represent: the engine's error,
+/// not the object's).
 pub fn evaluate(
     program: &cel::Program,
     variables: &[(&str, cel::Value)],
@@ -200,10 +206,12 @@ pub fn evaluate(
     match program.execute(&context) {
         Ok(value) => Ok(Some(value)),
         Err(cel::ExecutionError::NoSuchKey(key)) => Err(format!("no such key: {key}")),
-        Err(cel::ExecutionError::DivisionByZero(_) | cel::ExecutionError::RemainderByZero(_)) => {
-            Err("division by zero".into())
-        }
-        Err(_) => Ok(None),
+        Err(cel::ExecutionError::DivisionByZero(_)) => Err("division by zero".into()),
+        Err(cel::ExecutionError::RemainderByZero(_)) => Err("modulus by zero".into()),
+        Err(error) => match super::cel_k8s::refusal(&error) {
+            Some(message) => Err(message.to_string()),
+            None => Ok(None),
+        },
     }
 }
 
