@@ -11,6 +11,7 @@
 //! and kind ([`check`]). Each is read the first time an object of its kind is checked.
 
 mod cel_k8s;
+mod cel_net;
 pub mod rules;
 mod structural;
 

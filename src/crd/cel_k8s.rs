@@ -10,15 +10,18 @@
 //! A function that fails on the value it is given (`quantity('x')`, `[].min()`) fails with
 //! [`refused`]: the error the API server reports, in its words, which [`refusal`] tells apart
 //! from the errors of the engine itself (a value it cannot represent, a function it lacks),
-//! which leave a rule unevaluated.
+//! which leave a rule unevaluated. The values of Kubernetes' own types ([`opaque`]) are the
+//! crate's opaque values, so that they compare, and survive being bound to a variable.
 
 use cel::common::types::{
     CelBool, CelDouble, CelInt, CelList, CelString, DYN_TYPE, INT_TYPE, LIST_TYPE, STRING_TYPE,
     Type,
 };
 use cel::common::value::{CowVal, StaticVal, Val};
+use cel::objects::{Opaque, Value};
 use cel::{DeclarationError, Env, ExecutionError};
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 /// The mark of the errors [`refused`] makes, before the function's name.
 const REFUSED: &str = "kubernetes:";
@@ -37,6 +40,43 @@ pub(super) fn refusal(error: &ExecutionError) -> Option<&str> {
         }
         _ => None,
     }
+}
+
+/// A value of one of Kubernetes' CEL types (`net.IP`, `kubernetes.URL`...), as an opaque value
+/// of the crate: of the type its [`Opaque::runtime_type_name`] names, equal to another by `Eq`.
+pub(super) fn opaque<'b, 'v>(value: impl Opaque) -> CowVal<'b, 'v> {
+    let boxed: Box<dyn Val> =
+        Box::<dyn Val>::try_from(Value::Opaque(Arc::new(value))).expect("an opaque value converts");
+    CowVal::Owned(boxed)
+}
+
+/// The value of a Kubernetes type that `value` holds (see [`opaque`]).
+pub(super) fn the<T: Opaque + Clone>(value: &dyn Val, function: &str) -> Result<T, ExecutionError> {
+    match Value::try_from(value) {
+        Ok(Value::Opaque(held)) => held.downcast_ref::<T>().cloned(),
+        _ => None,
+    }
+    .ok_or_else(|| error(function, "unexpected argument type"))
+}
+
+/// The string argument of a function.
+pub(super) fn string_arg<'a>(
+    value: &'a dyn Val,
+    function: &str,
+) -> Result<&'a str, ExecutionError> {
+    text(value, function)
+}
+
+pub(super) fn boolean<'b, 'v>(b: bool) -> CowVal<'b, 'v> {
+    owned(CelBool::from(b))
+}
+
+pub(super) fn string<'b, 'v>(s: String) -> CowVal<'b, 'v> {
+    owned(CelString::from(s))
+}
+
+pub(super) fn int<'b, 'v>(n: i64) -> CowVal<'b, 'v> {
+    owned(CelInt::from(n))
 }
 
 /// The lists library.

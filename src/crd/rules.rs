@@ -17,8 +17,8 @@ use std::sync::{Arc, LazyLock};
 const COST_LIMIT: u64 = 10_000_000;
 
 /// CEL's standard library, the strings extension Kubernetes enables (`ext.Strings`:
-/// `lowerAscii`, `split`, `join`, `trim`, `replace`, `indexOf`, `substring`...), and
-/// Kubernetes' lists, regex and quantity libraries and the sets extension.
+/// `lowerAscii`, `split`, `join`, `trim`, `replace`, `indexOf`, `substring`...), the sets
+/// extension, and Kubernetes' own libraries: lists, regex, quantity, IP and CIDR.
 static ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
     let mut env = cel::Env::stdlib();
     env.add_extension(cel::extensions::strings)
@@ -26,6 +26,8 @@ static ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
         .and_then(|()| env.add_extension(super::cel_k8s::regex))
         .and_then(|()| env.add_extension(super::cel_k8s::quantity))
         .and_then(|()| env.add_extension(super::cel_k8s::sets))
+        .and_then(|()| env.add_extension(super::cel_net::ip))
+        .and_then(|()| env.add_extension(super::cel_net::cidr))
         .expect("each library declares its overloads once");
     Arc::new(env)
 });

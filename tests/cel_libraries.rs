@@ -1,0 +1,82 @@
+//! Kubernetes' CEL libraries through the `lint` command: the rules of a CRD
+//! (`fixtures/cel-libraries/crd.yaml`) and the validations of ValidatingAdmissionPolicies
+//! call them, and each object that fails one is reported with the API server's words: the
+//! rule's message when its value fails it, the library's error when a function refuses it.
+
+mod common;
+
+use common::ROOT;
+use serde_json::Value as Json;
+
+const DIR: &str = "fixtures/cel-libraries";
+
+/// `lint --format json` in the fixtures' folder: its findings as `(line, message)`.
+fn lint(args: &[&str]) -> Vec<(u64, String)> {
+    let out = common::tao()
+        .current_dir(format!("{ROOT}/{DIR}"))
+        .args(["--color=never", "lint", "--format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    let document: Json = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    document["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["line"].as_u64().unwrap(),
+                f["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The findings of the CRD's rules on `endpoints.yaml`.
+fn endpoints() -> Vec<(u64, String)> {
+    lint(&[
+        "--select",
+        "strict-schema",
+        "--crd",
+        "crd.yaml",
+        "endpoints.yaml",
+    ])
+}
+
+/// Whether one finding is on `line` and says `says`.
+fn said(found: &[(u64, String)], line: u64, says: &str) -> bool {
+    found.iter().any(|(l, m)| *l == line && m.contains(says))
+}
+
+#[test]
+fn ip_and_cidr_rules_fail_with_the_api_server_s_words() {
+    let found = endpoints();
+    for (line, says) in [
+        (
+            14,
+            "spec.address: Invalid value: \"string\": the address must be a global unicast address",
+        ),
+        (
+            20,
+            "spec.address: Invalid value: \"string\": IP Address \"10.0.1\" parse error during \
+             conversion from string: ParseAddr(\"10.0.1\"): IPv4 address too short evaluating \
+             rule: the address must be a global unicast address",
+        ),
+        (
+            26,
+            "spec.network: Invalid value: \"string\": the network must be a masked prefix of 16 \
+             bits or more",
+        ),
+        (
+            32,
+            "spec.network: Invalid value: \"string\": network address parse error during \
+             conversion from string: network address parse error during conversion from string: \
+             netip.ParsePrefix(\"10.0.0.0/\"): bad bits after slash: \"\" evaluating rule",
+        ),
+    ] {
+        assert!(said(&found, line, says), "line {line}: {says}\n{found:#?}");
+    }
+    // One finding on each object that fails, none on the one that passes.
+    assert_eq!(found.len(), 4, "{found:#?}");
+}
