@@ -12,6 +12,7 @@
 
 mod cel_k8s;
 mod cel_net;
+mod cel_semver;
 mod cel_url;
 pub mod rules;
 mod structural;

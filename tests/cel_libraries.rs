@@ -54,15 +54,33 @@ fn url_rules_fail_with_the_api_server_s_words() {
     let found = endpoints();
     for (line, says) in [
         (
-            39,
+            40,
             "spec.callback: Invalid value: \"string\": the callback must be an https URL on the \
              default port",
         ),
         (
-            45,
+            46,
             "spec.callback: Invalid value: \"string\": URL parse error during conversion from \
              string: parse \"hooks/notify\": invalid URI for request evaluating rule: the \
              callback must be an https URL on the default port",
+        ),
+    ] {
+        assert!(said(&found, line, says), "line {line}: {says}\n{found:#?}");
+    }
+}
+
+#[test]
+fn semver_rules_fail_with_the_api_server_s_words() {
+    let found = endpoints();
+    for (line, says) in [
+        (
+            52,
+            "spec.minVersion: Invalid value: \"string\": the version must be after 1.27",
+        ),
+        (
+            58,
+            "spec.minVersion: Invalid value: \"string\": Invalid character(s) found in minor \
+             number \"30-rc\" evaluating rule: the version must be after 1.27",
         ),
     ] {
         assert!(said(&found, line, says), "line {line}: {says}\n{found:#?}");
@@ -74,22 +92,22 @@ fn ip_and_cidr_rules_fail_with_the_api_server_s_words() {
     let found = endpoints();
     for (line, says) in [
         (
-            15,
+            16,
             "spec.address: Invalid value: \"string\": the address must be a global unicast address",
         ),
         (
-            21,
+            22,
             "spec.address: Invalid value: \"string\": IP Address \"10.0.1\" parse error during \
              conversion from string: ParseAddr(\"10.0.1\"): IPv4 address too short evaluating \
              rule: the address must be a global unicast address",
         ),
         (
-            27,
+            28,
             "spec.network: Invalid value: \"string\": the network must be a masked prefix of 16 \
              bits or more",
         ),
         (
-            33,
+            34,
             "spec.network: Invalid value: \"string\": network address parse error during \
              conversion from string: network address parse error during conversion from string: \
              netip.ParsePrefix(\"10.0.0.0/\"): bad bits after slash: \"\" evaluating rule",
@@ -98,5 +116,5 @@ fn ip_and_cidr_rules_fail_with_the_api_server_s_words() {
         assert!(said(&found, line, says), "line {line}: {says}\n{found:#?}");
     }
     // One finding on each object that fails, none on the one that passes.
-    assert!(found.iter().all(|(line, _)| *line > 9), "{found:#?}");
+    assert!(found.iter().all(|(line, _)| *line > 10), "{found:#?}");
 }
