@@ -118,3 +118,80 @@ fn ip_and_cidr_rules_fail_with_the_api_server_s_words() {
     // One finding on each object that fails, none on the one that passes.
     assert!(found.iter().all(|(line, _)| *line > 10), "{found:#?}");
 }
+
+/// `policies.yaml`: its findings, `(line, severity, message)`.
+fn policies() -> Vec<(u64, String, String)> {
+    let out = common::tao()
+        .current_dir(format!("{ROOT}/{DIR}"))
+        .args([
+            "--color=never",
+            "lint",
+            "--format",
+            "json",
+            "--select",
+            "admission-policy",
+            "policies.yaml",
+        ])
+        .output()
+        .unwrap();
+    let document: Json = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    document["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["line"].as_u64().unwrap(),
+                f["severity"].as_str().unwrap().to_string(),
+                f["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The libraries in a policy's validations and variables (an `ip` value kept in a variable),
+/// and a validation that needs the authorizer: said once, as a note, on the first object.
+#[test]
+fn admission_policies_call_the_libraries_and_say_what_needs_the_authorizer() {
+    let found = policies();
+    let denied = "ValidatingAdmissionPolicy 'mirror.example.com' with binding 'mirror-binding' \
+                  denied request: ";
+    let expected = [
+        (
+            32,
+            "note",
+            "ValidatingAdmissionPolicy 'mirror.example.com': spec.validations[2] is not \
+             evaluated: its expression needs the cluster's authorizer, which is not here offline"
+                .to_string(),
+        ),
+        (
+            39,
+            "error",
+            format!("{denied}the mirror must be served over https"),
+        ),
+        (
+            46,
+            "error",
+            format!(
+                "{denied}expression 'url(object.data.mirror).getScheme() == 'https'' resulted in \
+                 error: URL parse error during conversion from string: parse \
+                 \"mirror.example.com/pypi\": invalid URI for request"
+            ),
+        ),
+        (
+            53,
+            "error",
+            format!("{denied}the address must be in the cluster's network"),
+        ),
+    ];
+    let found: Vec<(u64, &str, &str)> = found
+        .iter()
+        .map(|(l, s, m)| (*l, s.as_str(), m.as_str()))
+        .collect();
+    let expected: Vec<(u64, &str, &str)> = expected
+        .iter()
+        .map(|(l, s, m)| (*l, *s, m.as_str()))
+        .collect();
+    assert_eq!(found, expected);
+}
