@@ -54,12 +54,12 @@ fn url_rules_fail_with_the_api_server_s_words() {
     let found = endpoints();
     for (line, says) in [
         (
-            40,
+            41,
             "spec.callback: Invalid value: \"string\": the callback must be an https URL on the \
              default port",
         ),
         (
-            46,
+            47,
             "spec.callback: Invalid value: \"string\": URL parse error during conversion from \
              string: parse \"hooks/notify\": invalid URI for request evaluating rule: the \
              callback must be an https URL on the default port",
@@ -74,11 +74,11 @@ fn semver_rules_fail_with_the_api_server_s_words() {
     let found = endpoints();
     for (line, says) in [
         (
-            52,
+            53,
             "spec.minVersion: Invalid value: \"string\": the version must be after 1.27",
         ),
         (
-            58,
+            59,
             "spec.minVersion: Invalid value: \"string\": Invalid character(s) found in minor \
              number \"30-rc\" evaluating rule: the version must be after 1.27",
         ),
@@ -88,26 +88,36 @@ fn semver_rules_fail_with_the_api_server_s_words() {
 }
 
 #[test]
+fn format_rules_fail_with_apimachinery_s_words() {
+    let found = endpoints();
+    let says = "spec.team: Invalid value: \"string\": team: a lowercase RFC 1123 label must \
+                consist of lower case alphanumeric characters or '-', and must start and end with \
+                an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for \
+                validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+    assert!(said(&found, 65, says), "{says}\n{found:#?}");
+}
+
+#[test]
 fn ip_and_cidr_rules_fail_with_the_api_server_s_words() {
     let found = endpoints();
     for (line, says) in [
         (
-            16,
+            17,
             "spec.address: Invalid value: \"string\": the address must be a global unicast address",
         ),
         (
-            22,
+            23,
             "spec.address: Invalid value: \"string\": IP Address \"10.0.1\" parse error during \
              conversion from string: ParseAddr(\"10.0.1\"): IPv4 address too short evaluating \
              rule: the address must be a global unicast address",
         ),
         (
-            28,
+            29,
             "spec.network: Invalid value: \"string\": the network must be a masked prefix of 16 \
              bits or more",
         ),
         (
-            34,
+            35,
             "spec.network: Invalid value: \"string\": network address parse error during \
              conversion from string: network address parse error during conversion from string: \
              netip.ParsePrefix(\"10.0.0.0/\"): bad bits after slash: \"\" evaluating rule",
@@ -116,7 +126,7 @@ fn ip_and_cidr_rules_fail_with_the_api_server_s_words() {
         assert!(said(&found, line, says), "line {line}: {says}\n{found:#?}");
     }
     // One finding on each object that fails, none on the one that passes.
-    assert!(found.iter().all(|(line, _)| *line > 10), "{found:#?}");
+    assert!(found.iter().all(|(line, _)| *line > 11), "{found:#?}");
 }
 
 /// `policies.yaml`: its findings, `(line, severity, message)`.

@@ -288,7 +288,7 @@ fn parse(raw: &str, via_request: bool) -> Result<Url, String> {
 }
 
 /// `url.ParseRequestURI`'s error, as the library words it; `None` for a URL it accepts.
-fn request_uri_error(raw: &str) -> Option<String> {
+pub(super) fn request_uri_error(raw: &str) -> Option<String> {
     parse(raw, true)
         .err()
         .map(|why| format!("parse {}: {why}", go_quote(raw)))

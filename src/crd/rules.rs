@@ -18,7 +18,8 @@ const COST_LIMIT: u64 = 10_000_000;
 
 /// CEL's standard library, the strings extension Kubernetes enables (`ext.Strings`:
 /// `lowerAscii`, `split`, `join`, `trim`, `replace`, `indexOf`, `substring`...), the sets
-/// extension, and Kubernetes' own libraries: lists, regex, quantity, IP, CIDR, URL and semver.
+/// extension, and Kubernetes' own libraries: lists, regex, quantity, IP, CIDR, URL, semver
+/// and format.
 static ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
     let mut env = cel::Env::stdlib();
     env.add_extension(cel::extensions::strings)
@@ -30,6 +31,7 @@ static ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
         .and_then(|()| env.add_extension(super::cel_net::cidr))
         .and_then(|()| env.add_extension(super::cel_url::url))
         .and_then(|()| env.add_extension(super::cel_semver::semver))
+        .and_then(|()| env.add_extension(super::cel_format::format))
         .expect("each library declares its overloads once");
     Arc::new(env)
 });

@@ -1198,19 +1198,12 @@ fn num(n: f64) -> String {
 
 /// The string formats checked here, as the API server's format registry reads them; others
 /// pass.
-fn formatted(format: &str, text: &str) -> bool {
+pub(super) fn formatted(format: &str, text: &str) -> bool {
     match format {
         "date-time" | "datetime" => crate::k8s::check::is_date_time(text),
         "byte" => crate::k8s::check::is_base64(text),
-        "date" => {
-            let b = text.as_bytes();
-            b.len() == 10
-                && b[4] == b'-'
-                && b[7] == b'-'
-                && b.iter()
-                    .enumerate()
-                    .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
-        }
+        // A day of its month, as Go's `time.Parse` of `2006-01-02` reads it.
+        "date" => text.len() == 10 && crate::k8s::check::is_date_time(&format!("{text}T00:00:00Z")),
         "uuid" => {
             let b = text.as_bytes();
             b.len() == 36
