@@ -3,10 +3,11 @@
 //! them on create: a transition rule (one that reads `oldSelf`) has nothing to compare and is
 //! skipped; a rule that does not compile makes the CRD invalid, once, at its place.
 //!
-//! What the API server has and this evaluator does not (Kubernetes' URL, IP, CIDR, semver and
-//! format libraries) leaves a rule unevaluated rather than guessed (the strings and sets
-//! extensions and Kubernetes' lists, regex and quantity libraries are evaluated); so does a rule whose cost on an object would exceed
-//! [`COST_LIMIT`] (the crate counts no cost, so it is bounded before it runs).
+//! The strings and sets extensions and Kubernetes' own libraries are evaluated (`ENV`): lists,
+//! regex, quantity, IP, CIDR, URL, semver and format. A library function that refuses the
+//! object's value fails the rule with the API server's error ([`evaluate`]). What the engine
+//! lacks leaves a rule unevaluated rather than guessed; so does a rule whose cost on an object
+//! would exceed [`COST_LIMIT`] (the crate counts no cost, so it is bounded before it runs).
 
 use crate::yaml::{Node, Step, Value};
 use cel::objects::{Key, Map};
