@@ -194,6 +194,14 @@ fn admission_policies_call_the_libraries_and_say_what_needs_the_authorizer() {
             "error",
             format!("{denied}the address must be in the cluster's network"),
         ),
+        (
+            85,
+            "note",
+            "ValidatingAdmissionPolicy 'service-ports.example.com': spec.matchConditions[0] \
+             needs the cluster's authorizer, which is not here offline: the policy is not \
+             evaluated"
+                .to_string(),
+        ),
     ];
     let found: Vec<(u64, &str, &str)> = found
         .iter()
