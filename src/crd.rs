@@ -10,7 +10,11 @@
 //! their group and kind is checked without `--crd`, unless the given CRDs define that group
 //! and kind ([`check`]). Each is read the first time an object of its kind is checked.
 
+mod cel_format;
 mod cel_k8s;
+mod cel_net;
+mod cel_semver;
+mod cel_url;
 pub mod rules;
 mod structural;
 

@@ -6,14 +6,78 @@
 //! Their semantics are those the Kubernetes CEL documentation gives: `min` and `max` of an
 //! empty list are errors, `sum` of one is 0, a list of values that do not compare is an error,
 //! and quantities are exact to a billionth of their unit, as `resource.Quantity` keeps them.
+//!
+//! A function that fails on the value it is given (`quantity('x')`, `[].min()`) fails with
+//! [`refused`]: the error the API server reports, in its words, which [`refusal`] tells apart
+//! from the errors of the engine itself (a value it cannot represent, a function it lacks),
+//! which leave a rule unevaluated. The values of Kubernetes' own types ([`opaque`]) are the
+//! crate's opaque values, so that they compare, and survive being bound to a variable.
 
 use cel::common::types::{
     CelBool, CelDouble, CelInt, CelList, CelString, DYN_TYPE, INT_TYPE, LIST_TYPE, STRING_TYPE,
     Type,
 };
 use cel::common::value::{CowVal, StaticVal, Val};
+use cel::objects::{Opaque, Value};
 use cel::{DeclarationError, Env, ExecutionError};
 use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// The mark of the errors [`refused`] makes, before the function's name.
+const REFUSED: &str = "kubernetes:";
+
+/// A function's failure on its arguments, with the API server's message: the rule fails with
+/// it, as on the API server.
+pub(super) fn refused(function: &str, message: impl ToString) -> ExecutionError {
+    ExecutionError::function_error(&format!("{REFUSED}{function}"), message)
+}
+
+/// The API server's message of an error made by [`refused`]; `None` for the engine's own.
+pub(super) fn refusal(error: &ExecutionError) -> Option<&str> {
+    match error {
+        ExecutionError::FunctionError { function, message } if function.starts_with(REFUSED) => {
+            Some(message)
+        }
+        _ => None,
+    }
+}
+
+/// A value of one of Kubernetes' CEL types (`net.IP`, `kubernetes.URL`...), as an opaque value
+/// of the crate: of the type its [`Opaque::runtime_type_name`] names, equal to another by `Eq`.
+pub(super) fn opaque<'b, 'v>(value: impl Opaque) -> CowVal<'b, 'v> {
+    let boxed: Box<dyn Val> =
+        Box::<dyn Val>::try_from(Value::Opaque(Arc::new(value))).expect("an opaque value converts");
+    CowVal::Owned(boxed)
+}
+
+/// The value of a Kubernetes type that `value` holds (see [`opaque`]).
+pub(super) fn the<T: Opaque + Clone>(value: &dyn Val, function: &str) -> Result<T, ExecutionError> {
+    match Value::try_from(value) {
+        Ok(Value::Opaque(held)) => held.downcast_ref::<T>().cloned(),
+        _ => None,
+    }
+    .ok_or_else(|| error(function, "unexpected argument type"))
+}
+
+/// The string argument of a function.
+pub(super) fn string_arg<'a>(
+    value: &'a dyn Val,
+    function: &str,
+) -> Result<&'a str, ExecutionError> {
+    text(value, function)
+}
+
+pub(super) fn boolean<'b, 'v>(b: bool) -> CowVal<'b, 'v> {
+    owned(CelBool::from(b))
+}
+
+pub(super) fn string<'b, 'v>(s: String) -> CowVal<'b, 'v> {
+    owned(CelString::from(s))
+}
+
+pub(super) fn int<'b, 'v>(n: i64) -> CowVal<'b, 'v> {
+    owned(CelInt::from(n))
+}
 
 /// The lists library.
 pub fn lists(env: &mut Env) -> Result<(), DeclarationError> {
@@ -201,16 +265,76 @@ fn operand(value: &dyn Val, function: &str) -> Result<i128, ExecutionError> {
 
 fn to_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let text = text(args[0].as_ref(), "quantity")?;
+    if let Some(why) = quantity_error(text) {
+        return Err(refused("quantity", why));
+    }
+    // A quantity the API server reads that is not kept here (past `i128` billionths, or a
+    // form `kube::quantity` does not read): not evaluated.
     let value = crate::kube::quantity::nano(text)
-        .ok_or_else(|| error("quantity", format!("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {text:?}")))?;
+        .ok_or_else(|| error("quantity", "a quantity not represented here"))?;
     Ok(owned(Quantity(value)))
 }
 
 fn is_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let text = text(args[0].as_ref(), "isQuantity")?;
-    Ok(owned(CelBool::from(
-        crate::kube::quantity::nano(text).is_some(),
-    )))
+    Ok(owned(CelBool::from(quantity_error(text).is_none())))
+}
+
+/// Why apimachinery's `resource.ParseQuantity` refuses `text`, in its words: the shape of
+/// `^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$` as its scanner reads it (a number, suffix
+/// letters, an exponent's sign and digits), then a suffix it knows.
+fn quantity_error(text: &str) -> Option<&'static str> {
+    const FORMAT: &str = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+    const SUFFIX: &str = "unable to parse quantity's suffix";
+    if text.is_empty() {
+        return Some(FORMAT);
+    }
+    let b = text.as_bytes();
+    let mut at = usize::from(matches!(b[0], b'+' | b'-'));
+    // Only a sign and zeros: zero.
+    if b[at..].iter().all(|&c| c == b'0') {
+        return None;
+    }
+    while at < b.len() && b[at].is_ascii_digit() {
+        at += 1;
+    }
+    if at < b.len() && b[at] == b'.' {
+        at += 1;
+        while at < b.len() && b[at].is_ascii_digit() {
+            at += 1;
+        }
+    }
+    let suffix = &text[at..];
+    let letters = suffix
+        .bytes()
+        .take_while(|c| b"eEinumkKMGTP".contains(c))
+        .count();
+    let rest = &suffix[letters..];
+    let rest = rest.strip_prefix(['+', '-']).unwrap_or(rest);
+    if !rest.bytes().all(|c| c.is_ascii_digit()) {
+        return Some(FORMAT);
+    }
+    let known = matches!(
+        suffix,
+        "" | "n"
+            | "u"
+            | "m"
+            | "k"
+            | "M"
+            | "G"
+            | "T"
+            | "P"
+            | "E"
+            | "Ki"
+            | "Mi"
+            | "Gi"
+            | "Ti"
+            | "Pi"
+            | "Ei"
+    ) || (suffix.len() > 1
+        && suffix.starts_with(['e', 'E'])
+        && suffix[1..].parse::<i64>().is_ok());
+    (!known).then_some(SUFFIX)
 }
 
 fn q_is_integer<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
@@ -223,7 +347,7 @@ fn q_as_integer<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Exe
     let q = the_quantity(args[0].as_ref(), "asInteger")?;
     match i64::try_from(q.0 / NANO) {
         Ok(n) if q.0 % NANO == 0 => Ok(owned(CelInt::from(n))),
-        _ => Err(error("asInteger", "cannot convert value to integer")),
+        _ => Err(refused("asInteger", "cannot convert value to integer")),
     }
 }
 
@@ -343,7 +467,10 @@ fn extreme<'b, 'v>(
 ) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let items = elements(args[0].as_ref(), function)?;
     let Some((first, rest)) = items.split_first() else {
-        return Err(error(function, format!("{function} called on empty list")));
+        return Err(refused(
+            function,
+            format!("{function} called on empty list"),
+        ));
     };
     let mut best = *first;
     for item in rest {
@@ -423,17 +550,26 @@ fn find_all<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executi
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use crate::crd::rules::{compile, evaluate};
 
-    /// The value of `expression`, `None` when it is not evaluated (an error of a function).
-    fn eval(expression: &str) -> Option<cel::Value> {
+    /// The value of `expression`, `None` when it is not evaluated (an error of the engine).
+    pub(in crate::crd) fn eval(expression: &str) -> Option<cel::Value> {
         let program = compile(expression).unwrap();
-        evaluate(&program, &[]).unwrap()
+        evaluate(&program, &[]).unwrap_or_else(|e| panic!("{expression}: {e}"))
+    }
+
+    /// The API server's error for `expression`, which fails on its values.
+    pub(in crate::crd) fn error(expression: &str) -> String {
+        let program = compile(expression).unwrap();
+        match evaluate(&program, &[]) {
+            Err(e) => e,
+            Ok(v) => panic!("{expression}: {v:?}, not an error"),
+        }
     }
 
     /// Every expression evaluates to `true`.
-    fn all_true(expressions: &[&str]) {
+    pub(in crate::crd) fn all_true(expressions: &[&str]) {
         for expression in expressions {
             assert_eq!(
                 eval(expression),
@@ -461,8 +597,10 @@ mod tests {
             // The strings extension's indexOf is still the one on strings.
             "'a-b'.indexOf('-') == 1",
         ]);
-        // Errors on the API server: not guessed here.
-        assert_eq!(eval("[].min()"), None);
+        // Errors on the API server, in its words (lists.go).
+        assert_eq!(error("[].min()"), "min called on empty list");
+        assert_eq!(error("[].max()"), "max called on empty list");
+        // Values that do not compare: a type error cel-go words otherwise, not evaluated.
         assert_eq!(eval("[1, 'a'].isSorted()"), None);
     }
 
@@ -486,9 +624,28 @@ mod tests {
             // A GPU policy of the kind clusters write.
             "quantity('8').isLessThan(quantity('9'))",
         ]);
-        // Errors on the API server: not guessed here.
-        assert_eq!(eval("quantity('64 GB') == quantity('1')"), None);
-        assert_eq!(eval("quantity('1500m').asInteger()"), None);
+        // Errors on the API server, in apimachinery's words (quantity.go's ParseQuantity).
+        let format = "quantities must match the regular expression \
+                      '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+        assert_eq!(error("quantity('64 GB') == quantity('1')"), format);
+        assert_eq!(error("quantity('x')"), format);
+        assert_eq!(error("quantity('')"), format);
+        assert_eq!(error("quantity('1.2.3')"), format);
+        assert_eq!(
+            error("quantity('5ii')"),
+            "unable to parse quantity's suffix"
+        );
+        assert_eq!(error("quantity('1e')"), "unable to parse quantity's suffix");
+        assert_eq!(
+            error("quantity('1500m').asInteger()"),
+            "cannot convert value to integer"
+        );
+        all_true(&[
+            "isQuantity('1e3') && isQuantity('1E-2') && isQuantity('0.5Ki')",
+            "!isQuantity('5ii') && !isQuantity('') && !isQuantity('1K')",
+            // An error on the left of `||` is absorbed when the right is true, as in cel-go.
+            "quantity('x') == quantity('1') || true",
+        ]);
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! them on create: a transition rule (one that reads `oldSelf`) has nothing to compare and is
 //! skipped; a rule that does not compile makes the CRD invalid, once, at its place.
 //!
-//! What the API server has and this evaluator does not (Kubernetes' URL, IP, CIDR, semver and
-//! format libraries) leaves a rule unevaluated rather than guessed (the strings and sets
-//! extensions and Kubernetes' lists, regex and quantity libraries are evaluated); so does a rule whose cost on an object would exceed
-//! [`COST_LIMIT`] (the crate counts no cost, so it is bounded before it runs).
+//! The strings and sets extensions and Kubernetes' own libraries are evaluated (`ENV`): lists,
+//! regex, quantity, IP, CIDR, URL, semver and format. A library function that refuses the
+//! object's value fails the rule with the API server's error ([`evaluate`]). What the engine
+//! lacks leaves a rule unevaluated rather than guessed; so does a rule whose cost on an object
+//! would exceed [`COST_LIMIT`] (the crate counts no cost, so it is bounded before it runs).
 
 use crate::yaml::{Node, Step, Value};
 use cel::objects::{Key, Map};
@@ -17,8 +18,9 @@ use std::sync::{Arc, LazyLock};
 const COST_LIMIT: u64 = 10_000_000;
 
 /// CEL's standard library, the strings extension Kubernetes enables (`ext.Strings`:
-/// `lowerAscii`, `split`, `join`, `trim`, `replace`, `indexOf`, `substring`...), and
-/// Kubernetes' lists, regex and quantity libraries and the sets extension.
+/// `lowerAscii`, `split`, `join`, `trim`, `replace`, `indexOf`, `substring`...), the sets
+/// extension, and Kubernetes' own libraries: lists, regex, quantity, IP, CIDR, URL, semver
+/// and format.
 static ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
     let mut env = cel::Env::stdlib();
     env.add_extension(cel::extensions::strings)
@@ -26,6 +28,11 @@ static ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
         .and_then(|()| env.add_extension(super::cel_k8s::regex))
         .and_then(|()| env.add_extension(super::cel_k8s::quantity))
         .and_then(|()| env.add_extension(super::cel_k8s::sets))
+        .and_then(|()| env.add_extension(super::cel_net::ip))
+        .and_then(|()| env.add_extension(super::cel_net::cidr))
+        .and_then(|()| env.add_extension(super::cel_url::url))
+        .and_then(|()| env.add_extension(super::cel_semver::semver))
+        .and_then(|()| env.add_extension(super::cel_format::format))
         .expect("each library declares its overloads once");
     Arc::new(env)
 });
@@ -133,11 +140,14 @@ impl Rule {
             Ok(_) => return Verdict::Unknown,
             Err(error) => Some(error),
         };
+        let rule = self.message.as_deref().unwrap_or(&self.text);
         let message = match failed {
-            Some(error) => format!(
-                "{error} evaluating rule: {}",
-                self.message.as_deref().unwrap_or(&self.text)
+            // A function given arguments it has no overload for, at run time.
+            Some(error) if error.starts_with("no such overload") => format!(
+                "'{error}': call arguments did not match a supported operator, function or \
+                 macro signature for rule: {rule}"
             ),
+            Some(error) => format!("{error} evaluating rule: {rule}"),
             None => self.message(&variables),
         };
         Verdict::Fail {
@@ -187,8 +197,11 @@ pub fn compile(expression: &str) -> Result<cel::Program, String> {
 /// The longest expression the API server's CEL parser reads, in code points.
 const MAX_CODE_POINTS: usize = 100_000;
 
-/// `program` with these variables bound. `Ok(None)`: not evaluated here (a function of
-/// Kubernetes' libraries the crate lacks, or an error that is the engine's, not the object's).
+/// `program` with these variables bound. `Err`: the evaluation fails, with the error the API
+/// server reports (a missing key, a division by zero, a Kubernetes library function refusing
+/// its argument: `quantity('x')`, `ip('1.2.3')`, `[].min()`). `Ok(None)`: not evaluated here
+/// (a function or variable the engine lacks, a value it cannot represent: the engine's error,
+/// not the object's).
 pub fn evaluate(
     program: &cel::Program,
     variables: &[(&str, cel::Value)],
@@ -200,10 +213,12 @@ pub fn evaluate(
     match program.execute(&context) {
         Ok(value) => Ok(Some(value)),
         Err(cel::ExecutionError::NoSuchKey(key)) => Err(format!("no such key: {key}")),
-        Err(cel::ExecutionError::DivisionByZero(_) | cel::ExecutionError::RemainderByZero(_)) => {
-            Err("division by zero".into())
-        }
-        Err(_) => Ok(None),
+        Err(cel::ExecutionError::DivisionByZero(_)) => Err("division by zero".into()),
+        Err(cel::ExecutionError::RemainderByZero(_)) => Err("modulus by zero".into()),
+        Err(error) => match super::cel_k8s::refusal(&error) {
+            Some(message) => Err(message.to_string()),
+            None => Ok(None),
+        },
     }
 }
 

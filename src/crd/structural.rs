@@ -1198,19 +1198,12 @@ fn num(n: f64) -> String {
 
 /// The string formats checked here, as the API server's format registry reads them; others
 /// pass.
-fn formatted(format: &str, text: &str) -> bool {
+pub(super) fn formatted(format: &str, text: &str) -> bool {
     match format {
         "date-time" | "datetime" => crate::k8s::check::is_date_time(text),
         "byte" => crate::k8s::check::is_base64(text),
-        "date" => {
-            let b = text.as_bytes();
-            b.len() == 10
-                && b[4] == b'-'
-                && b[7] == b'-'
-                && b.iter()
-                    .enumerate()
-                    .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
-        }
+        // A day of its month, as Go's `time.Parse` of `2006-01-02` reads it.
+        "date" => text.len() == 10 && crate::k8s::check::is_date_time(&format!("{text}T00:00:00Z")),
         "uuid" => {
             let b = text.as_bytes();
             b.len() == 36
@@ -1493,7 +1486,7 @@ properties:
     }
 
     #[test]
-    fn the_strings_extension_is_evaluated_and_kubernetes_own_libraries_are_left_unknown() {
+    fn the_strings_extension_is_evaluated_and_library_errors_fail_the_rule() {
         let schema = |rule: &str| {
             format!(
                 "type: object\nproperties:\n  s:\n    type: string\n    \
@@ -1520,15 +1513,21 @@ properties:
                 "{rule}"
             );
         }
-        // Libraries of Kubernetes' that are not here, and function errors (`x` is no
-        // quantity): no verdict rather than a guess.
-        for rule in ["url(self).getHost() == 'x'", "quantity(self).isInteger()"] {
-            assert_eq!(
-                errors(&schema(rule), "s: x"),
-                Vec::<String>::new(),
-                "{rule}"
-            );
-        }
+        // A function of Kubernetes' libraries refusing the value (`x` is no quantity): the
+        // rule fails with the API server's error.
+        let rule = "quantity(self).isInteger()";
+        assert_eq!(
+            errors(&schema(rule), "s: x"),
+            [format!(
+                "s: Invalid value: \"string\": quantities must match the regular expression \
+                 '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' evaluating rule: {rule}"
+            )]
+        );
+        // What the engine lacks (a function no library declares): no verdict, not a guess.
+        assert_eq!(
+            errors(&schema("self.notAFunction()"), "s: x"),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

@@ -211,16 +211,21 @@ impl<'s> Pass<'s> {
         if found.is_empty() {
             return;
         }
-        // A `Warn` binding admits the object: what it says is a warning, not the rule's error.
+        // A `Warn` binding admits the object: what it says is a warning, not the rule's error;
+        // what cannot be evaluated offline is a note.
         const WARNS: Meta = Meta {
             severity: Severity::Warning,
             ..rules::AdmissionPolicy::META
         };
-        for (warns, meta) in [(false, &rules::AdmissionPolicy::META), (true, &WARNS)] {
+        const NOTES: Meta = Meta {
+            severity: Severity::Note,
+            ..rules::AdmissionPolicy::META
+        };
+        for meta in [&rules::AdmissionPolicy::META, &WARNS, &NOTES] {
             let mut findings = Findings::new(self.out.room());
             found
                 .iter()
-                .filter(|(_, w)| *w == warns)
+                .filter(|(_, severity)| *severity == meta.severity)
                 .for_each(|(f, _)| findings.push(f.clone()));
             if !findings.kept.is_empty() || findings.over > 0 {
                 self.out

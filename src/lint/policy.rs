@@ -5,15 +5,19 @@
 //! (a namespace's labels from a Namespace in the same files, and its automatic
 //! `kubernetes.io/metadata.name`), then `matchConditions`; `variables`, `params` (from a
 //! binding's `paramRef`, found among the same files) and `validations` follow, with the
-//! binding's `validationActions`. CEL is the `cel` crate's (`crate::crd::rules`): an
-//! expression that calls what the crate lacks (`authorizer`, Kubernetes' libraries) is left
-//! unevaluated, not guessed.
+//! binding's `validationActions`. CEL is the `cel` crate's (`crate::crd::rules`), with
+//! Kubernetes' libraries; an expression that calls what is not here is left unevaluated, not
+//! guessed. One that reads `authorizer` (or a variable that does) needs the cluster's
+//! authorizer, whose answers cannot be had offline: it is skipped, and a note says so once
+//! per validation of a policy, on the first object the policy is evaluated on.
 
 use crate::crd::rules::{compile, compile_error, evaluate, to_cel};
+use crate::diag::Severity;
 use crate::kube::{Document, Finding};
 use crate::lint::api::{Selector, labels_of};
 use crate::yaml::{Node, Step, Value, key_text};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 const GROUP: &str = "admissionregistration.k8s.io/v1";
 
@@ -48,9 +52,18 @@ struct Policy {
     variables: Vec<(String, cel::Program)>,
     validations: Vec<Validation>,
     fail_on_error: bool,
+    /// The index of the first `matchConditions` entry that reads `authorizer`, and whether
+    /// the note saying so was given.
+    condition_authorizer: Option<(usize, AtomicBool)>,
+    /// The names of the variables that read `authorizer`, directly or through another.
+    authorizer_variables: HashSet<String>,
 }
 
 struct Validation {
+    /// Its index in `spec.validations`.
+    index: usize,
+    /// Reads `authorizer` (or a variable that does), and whether the note saying so was given.
+    authorizer: Option<AtomicBool>,
     expression: String,
     program: cel::Program,
     message: Option<String>,
@@ -219,6 +232,8 @@ impl Policy {
                 .and_then(|m| program(path("validations", i, "messageExpression"), &m));
             if let Some(compiled) = compiled {
                 validations.push(Validation {
+                    index: i,
+                    authorizer: None,
                     expression,
                     program: compiled,
                     message: text(v.get("message")),
@@ -236,6 +251,31 @@ impl Policy {
                 text(p.get("kind")).unwrap_or_default(),
             )
         });
+        // The variables that read the authorizer, through each other in their order.
+        let texts = |list: &str| -> Vec<String> {
+            seq(spec.and_then(|s| s.get(list)))
+                .iter()
+                .filter_map(|c| text(c.get("expression")))
+                .collect()
+        };
+        let mut authorizer_variables = HashSet::new();
+        for ((name, program), source) in variables.iter().zip(texts("variables")) {
+            if reads_authorizer(program, &source, &authorizer_variables) {
+                authorizer_variables.insert(name.clone());
+            }
+        }
+        for v in &mut validations {
+            if reads_authorizer(&v.program, &v.expression, &authorizer_variables) {
+                v.authorizer = Some(AtomicBool::new(false));
+            }
+        }
+        let condition_authorizer = conditions
+            .iter()
+            .zip(texts("matchConditions"))
+            .position(|((_, program), source)| {
+                reads_authorizer(program, &source, &authorizer_variables)
+            })
+            .map(|i| (i, AtomicBool::new(false)));
         Ok(Policy {
             name: text(at(node, &["metadata", "name"])).unwrap_or_default(),
             matching: Match::read(spec.and_then(|s| s.get("matchConstraints"))).unwrap_or_default(),
@@ -245,6 +285,25 @@ impl Policy {
             validations,
             fail_on_error: text(spec.and_then(|s| s.get("failurePolicy"))).as_deref()
                 != Some("Ignore"),
+            condition_authorizer,
+            authorizer_variables,
+        })
+    }
+}
+
+/// Whether an expression (`program`, compiled from `text`) reads `authorizer`, or one of these
+/// variables (`variables.name`).
+fn reads_authorizer(program: &cel::Program, text: &str, variables: &HashSet<String>) -> bool {
+    let references = program.references();
+    if references.has_variable("authorizer") {
+        return true;
+    }
+    references.has_variable("variables") && {
+        variables.iter().any(|name| {
+            let needle = format!("variables.{name}");
+            text.match_indices(&needle).any(|(at, _)| {
+                !text[at + needle.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+            })
         })
     }
 }
@@ -355,9 +414,11 @@ impl Policies {
         self.bindings.is_empty()
     }
 
-    /// What the policies bound to this object's resource say of it on create, each with
-    /// whether it only warns (its bindings' `validationActions` hold `Warn` and no `Deny`).
-    pub fn check(&self, doc: &Document, more: Option<&Policies>) -> Vec<(Finding, bool)> {
+    /// What the policies bound to this object's resource say of it on create, each with its
+    /// severity: an error when a binding denies, a warning when it only warns (its
+    /// `validationActions` hold `Warn` and no `Deny`), a note for a validation that needs the
+    /// cluster's authorizer (said once per validation of a policy).
+    pub fn check(&self, doc: &Document, more: Option<&Policies>) -> Vec<(Finding, Severity)> {
         let mut found = Vec::new();
         let bindings = self
             .bindings
@@ -382,7 +443,21 @@ impl Policies {
                 continue;
             }
             for params in self.params(policy, binding, doc, more) {
-                if let Some(message) = self.evaluate(policy, doc, params, more) {
+                let mut notes = Vec::new();
+                let denied = self.evaluate(policy, doc, params, more, &mut notes);
+                for note in notes {
+                    let finding = Finding {
+                        message: format!("ValidatingAdmissionPolicy '{}': {note}", policy.name),
+                        help: Some(
+                            "check it against the cluster (`kubectl apply --dry-run=server`)"
+                                .into(),
+                        ),
+                        path: Vec::new(),
+                        span: doc.root.span.clone(),
+                    };
+                    found.push((finding, Severity::Note));
+                }
+                if let Some(message) = denied {
                     let warn_only = !binding.actions.iter().any(|a| a == "Deny");
                     let finding = Finding {
                         message: format!(
@@ -399,7 +474,12 @@ impl Policies {
                         path: Vec::new(),
                         span: doc.root.span.clone(),
                     };
-                    found.push((finding, warn_only));
+                    let severity = if warn_only {
+                        Severity::Warning
+                    } else {
+                        Severity::Error
+                    };
+                    found.push((finding, severity));
                 }
             }
         }
@@ -493,14 +573,29 @@ impl Policies {
     }
 
     /// The first validation that fails, in the API server's words; `None` when the object
-    /// is admitted (or the policy cannot be evaluated here).
+    /// is admitted (or the policy cannot be evaluated here). What needs the cluster's
+    /// authorizer is skipped, and said in `notes` the first time.
     fn evaluate(
         &self,
         policy: &Policy,
         doc: &Document,
         params: Option<&Node>,
         more: Option<&Policies>,
+        notes: &mut Vec<String>,
     ) -> Option<String> {
+        /// Whether the note was not given yet (and is now).
+        fn first(noted: &AtomicBool) -> bool {
+            !noted.swap(true, Ordering::Relaxed)
+        }
+        if let Some((i, noted)) = &policy.condition_authorizer {
+            if first(noted) {
+                notes.push(format!(
+                    "spec.matchConditions[{i}] needs the cluster's authorizer, which is not here \
+                     offline: the policy is not evaluated"
+                ));
+            }
+            return None;
+        }
         if policy.param_kind.is_some() && params.is_none() {
             return Some(
                 "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
@@ -538,8 +633,23 @@ impl Policies {
                 Err(_) => return None,
             }
         }
+        // The policy applies to the object: what of it cannot be evaluated is said.
+        for v in &policy.validations {
+            if let Some(noted) = &v.authorizer
+                && first(noted)
+            {
+                notes.push(format!(
+                    "spec.validations[{}] is not evaluated: its expression needs the cluster's \
+                     authorizer, which is not here offline",
+                    v.index
+                ));
+            }
+        }
         let mut variables = HashMap::new();
         for (name, program) in &policy.variables {
+            if policy.authorizer_variables.contains(name) {
+                continue;
+            }
             let with = [bound.clone(), vec![("variables", cel_map(&variables))]].concat();
             match evaluate(program, &with) {
                 Ok(Some(value)) => {
@@ -554,6 +664,9 @@ impl Policies {
         }
         bound.push(("variables", cel_map(&variables)));
         for v in &policy.validations {
+            if v.authorizer.is_some() {
+                continue;
+            }
             match evaluate(&v.program, &bound) {
                 Ok(Some(cel::Value::Bool(true))) => {}
                 Ok(Some(cel::Value::Bool(false))) => {

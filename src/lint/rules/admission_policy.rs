@@ -6,8 +6,8 @@ crate::rule! {
     /// of `lint --policy FILE`, matched by resource, operation and object and namespace
     /// selectors, then `matchConditions`, `variables`, `params` and `validations` (CEL), with
     /// the binding's `validationActions` (`Deny` refuses, `Warn` is said, `Audit` is not). A
-    /// policy whose expressions do not compile is reported on itself. Off when no binding is
-    /// in sight.
+    /// policy whose expressions do not compile is reported on itself. A validation that reads
+    /// `authorizer` needs the cluster: a note says so, once. Off when no binding is in sight.
     ///
     /// Why it matters: a cluster's policies refuse what its owners forbid (a replica count,
     /// an image registry, a missing label) only when the object reaches the API server; here
