@@ -299,3 +299,60 @@ pub fn to_cel(node: &Node) -> cel::Value {
         }
     }
 }
+
+#[cfg(test)]
+mod never_panic_tests {
+    use super::{compile, evaluate};
+    use proptest::strategy::Strategy;
+
+    /// Every Kubernetes library function that reads a string, on any string the object holds:
+    /// an answer or an error, never a panic (they slice their input by byte offsets).
+    const CALLS: &[&str] = &[
+        "ip(self)",
+        "isIP(self)",
+        "ip.isCanonical(self)",
+        "cidr(self)",
+        "isCIDR(self)",
+        "cidr('10.0.0.0/8').containsIP(self)",
+        "cidr('::/0').containsCIDR(self)",
+        "url(self).getHost()",
+        "url(self).getHostname()",
+        "url(self).getPort()",
+        "url(self).getEscapedPath()",
+        "url(self).getQuery()",
+        "isURL(self)",
+        "semver(self)",
+        "semver(self, true)",
+        "isSemver(self)",
+        "isSemver(self, true)",
+        "quantity(self)",
+        "isQuantity(self)",
+        "format.dns1123Label().validate(self)",
+        "format.named(self).hasValue()",
+        "format.uri().validate(self)",
+        "format.date().validate(self)",
+        "self.find('[a-z]+')",
+    ];
+
+    /// Strings made of pieces of addresses, URLs, versions and quantities, and of characters
+    /// of more than one byte next to them.
+    fn texts() -> impl proptest::strategy::Strategy<Value = String> {
+        let piece = proptest::sample::select(vec![
+            "1", "255", "0x", ".", ":", "::", "/", "//", "[", "]", "%", "%2", "%25", "é", "😀",
+            "\u{2028}", "-", "+", "v", "a", "Z", "@", "?", "#", "=", "&", "Ki", "e9", " ", "ß",
+            "http:", "https://", "1.2.3", "fe80", "ffff", "::1", "/24",
+        ]);
+        proptest::collection::vec(piece, 0..12).prop_map(|p| p.concat())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+        #[test]
+        fn library_functions_never_panic(text in texts()) {
+            for call in CALLS {
+                let program = compile(call).unwrap_or_else(|e| panic!("{call}: {e}"));
+                let _ = evaluate(&program, &[("self", cel::Value::String(text.clone().into()))]);
+            }
+        }
+    }
+}
