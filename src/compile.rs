@@ -328,7 +328,7 @@ fn check_custom(
     version: KubeVersion,
 ) -> Option<Vec<k8s::Problem>> {
     let doc = crate::kube::Document::new(source, document, &[])?;
-    let crate::crd::Answer::Checked(findings) = crate::crd::check(None, &doc) else {
+    let crate::crd::Answer::Checked(findings) = crate::crd::check(&[], &doc) else {
         return None;
     };
     let mut out: Vec<_> = findings

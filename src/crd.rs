@@ -48,12 +48,13 @@ pub const BUILT_IN: &[BuiltIn] = &[BuiltIn {
 /// Each built-in CRD, read once, when first asked for.
 static READ: [OnceLock<Catalogue>; BUILT_IN.len()] = [const { OnceLock::new() }; BUILT_IN.len()];
 
-/// Check a custom resource against the CRDs given (`--crd`), or, when they do not define its
-/// group and kind, against the built-in CRD that does, if any: a given CRD wins over a
-/// built-in one (a cluster may run another release of it).
-pub fn check(given: Option<&Catalogue>, doc: &Document) -> Answer {
-    if let Some(given) = given {
-        match given.check(doc) {
+/// Check a custom resource against the first catalogue of `given` that defines its group and
+/// kind (the CRDs of `--crd`, then those of the linted stream), or, when none does, against
+/// the built-in CRD that does, if any: a given CRD wins over a built-in one (a cluster may run
+/// another release of it).
+pub fn check(given: &[&Catalogue], doc: &Document) -> Answer {
+    for catalogue in given {
+        match catalogue.check(doc) {
             Answer::Unknown => {}
             answer => return answer,
         }
@@ -147,6 +148,22 @@ impl Catalogue {
             ));
         }
         Ok(catalogue)
+    }
+
+    /// The valid CRDs among these documents (a stream that holds its CRDs beside their
+    /// objects, as a chart's output does); one the API server would refuse is left out (its
+    /// own lint says why).
+    pub fn of_stream<'n>(documents: impl IntoIterator<Item = &'n Node>) -> Catalogue {
+        let mut catalogue = Catalogue::default();
+        for document in documents {
+            let kinds = catalogue.kinds.len();
+            if catalogue.add(document).is_err() {
+                for kind in catalogue.kinds.drain(kinds..) {
+                    catalogue.index.remove(&(kind.api_version, kind.kind));
+                }
+            }
+        }
+        catalogue
     }
 
     /// Add the kinds a CRD defines.

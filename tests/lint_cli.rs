@@ -557,6 +557,31 @@ fn custom_resources_are_checked_against_their_crd() {
         CUSTOM,
     ]);
     assert_eq!(where_found(&folder), found);
+
+    // A stream that holds the CRD beside its objects (a chart's output), after them: the same
+    // findings without --crd, and none on the CRD itself.
+    let custom = std::fs::read_to_string(format!("{ROOT}/{CUSTOM}")).unwrap();
+    let crd = std::fs::read_to_string(format!("{ROOT}/{CRD}")).unwrap();
+    let out = common::tao()
+        .args(["lint", "--format", "json", "-"])
+        .write_stdin(format!("{custom}---\n{crd}"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(1));
+    assert_eq!(where_found(&out), found);
+    // A CRD the API server would refuse is not used: its objects are not checked.
+    let refused = crd.replacen("type: object", "type: objekt", 1);
+    assert_ne!(refused, crd);
+    let out = common::tao()
+        .args(["lint", "--format", "json", "-"])
+        .write_stdin(format!("{custom}---\n{refused}"))
+        .output()
+        .unwrap();
+    let unchecked = where_found(&out);
+    assert!(
+        unchecked.iter().all(|f| f.0 == "TK021" || f.2 > 49),
+        "{unchecked:?}"
+    );
 }
 
 #[test]

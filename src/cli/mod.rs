@@ -336,8 +336,9 @@ struct LintArgs {
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     max_findings: usize,
     /// CustomResourceDefinitions (files or folders, repeatable): objects of their kinds are
-    /// checked against their `openAPIV3Schema`, unknown fields included. JobSet's is built
-    /// in; a CRD given here for its group and kind is used instead.
+    /// checked against their `openAPIV3Schema`, unknown fields included. The CRDs a linted
+    /// file holds are used for its own objects too. JobSet's is built in; a CRD given here for
+    /// its group and kind is used instead.
     #[arg(long, value_name = "PATH")]
     crd: Vec<PathBuf>,
     /// A kind with no schema (not built in, no `--crd`) is an error, not a note.

@@ -106,6 +106,21 @@ fn enforced(source: &Source) -> std::collections::HashMap<String, PodSecurity> {
     found
 }
 
+/// The CRDs a source holds (none unless its text names the kind), wherever they stand in it.
+fn stream_crds(source: &Source) -> Option<crate::crd::Catalogue> {
+    if !source.text().contains("CustomResourceDefinition") {
+        return None;
+    }
+    let mut crds = Vec::new();
+    let _ = yaml::parse_each(source, yaml::Limits::default(), &mut |node, _| {
+        if matches!(node.get("kind").map(|k| &k.value), Some(Value::Str(k)) if k == "CustomResourceDefinition")
+        {
+            crds.push(node.clone());
+        }
+    });
+    Some(crate::crd::Catalogue::of_stream(&crds))
+}
+
 /// One run of the rules over one source: what is known before the first document, and what
 /// is kept of each until the stream ends.
 struct Pass<'s> {
@@ -122,6 +137,9 @@ struct Pass<'s> {
     kube_version: KubeVersion,
     /// The Pod Security level each Namespace of the source enforces, by its name.
     enforced: std::collections::HashMap<String, PodSecurity>,
+    /// The CRDs of the source itself, which its custom resources are checked against (after
+    /// those of `--crd`), wherever they stand in it.
+    stream_crds: Option<crate::crd::Catalogue>,
     /// The admission policies of the source itself, when it binds any and they are checked.
     policies: Option<super::policy::Policies>,
     /// Whether the admission-policy rule runs.
@@ -168,6 +186,7 @@ impl<'s> Pass<'s> {
             schema_checked,
             kube_version: selection.kube_version.unwrap_or(KubeVersion::NEWEST),
             enforced: enforced(source),
+            stream_crds: stream_crds(source),
             policies: None,
             admission_checked: false,
             out: Collected::new(selection.max_findings),
@@ -271,7 +290,14 @@ impl<'s> Pass<'s> {
     /// A kind Kubernetes does not know: checked against its CRD if one was given or is built
     /// in, else a note (or an error, with `--strict-kinds`).
     fn custom_kind(&mut self, doc: &Document, node: &Node, index: usize) {
-        let verdict = crate::crd::check(self.selection.crds.as_deref(), doc);
+        let given: Vec<&crate::crd::Catalogue> = self
+            .selection
+            .crds
+            .as_deref()
+            .into_iter()
+            .chain(self.stream_crds.as_ref())
+            .collect();
+        let verdict = crate::crd::check(&given, doc);
         let strict = self.selection.strict_kinds;
         match verdict {
             Answer::Checked(findings) => {
