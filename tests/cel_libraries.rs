@@ -10,8 +10,8 @@ use serde_json::Value as Json;
 
 const DIR: &str = "fixtures/cel-libraries";
 
-/// `lint --format json` in the fixtures' folder: its findings as `(line, message)`.
-fn lint(args: &[&str]) -> Vec<(u64, String)> {
+/// `lint --format json` in the fixtures' folder: its findings.
+fn findings(args: &[&str]) -> Vec<Json> {
     let out = common::tao()
         .current_dir(format!("{ROOT}/{DIR}"))
         .args(["--color=never", "lint", "--format", "json"])
@@ -20,9 +20,12 @@ fn lint(args: &[&str]) -> Vec<(u64, String)> {
         .unwrap();
     let document: Json = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
-    document["findings"]
-        .as_array()
-        .unwrap()
+    document["findings"].as_array().unwrap().clone()
+}
+
+/// The findings of a run as `(line, message)`.
+fn lint(args: &[&str]) -> Vec<(u64, String)> {
+    findings(args)
         .iter()
         .map(|f| {
             (
@@ -131,24 +134,7 @@ fn ip_and_cidr_rules_fail_with_the_api_server_s_words() {
 
 /// `policies.yaml`: its findings, `(line, severity, message)`.
 fn policies() -> Vec<(u64, String, String)> {
-    let out = common::tao()
-        .current_dir(format!("{ROOT}/{DIR}"))
-        .args([
-            "--color=never",
-            "lint",
-            "--format",
-            "json",
-            "--select",
-            "admission-policy",
-            "policies.yaml",
-        ])
-        .output()
-        .unwrap();
-    let document: Json = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
-    document["findings"]
-        .as_array()
-        .unwrap()
+    findings(&["--select", "admission-policy", "policies.yaml"])
         .iter()
         .map(|f| {
             (
