@@ -117,7 +117,7 @@ impl Templates {
             }
             // A string (most values) is escaped straight into the output.
             AutoEscape::Json if value.kind() == ValueKind::String => {
-                write_escaped(out, value.as_str().unwrap_or_default())?;
+                write_quoted(out, value.as_str().unwrap_or_default())?;
                 Ok(())
             }
             AutoEscape::Json => {
@@ -505,6 +505,23 @@ fn write_json(out: &mut String, value: &Json) {
 /// A string as a JSON string, into a `String` (which a write cannot fail on).
 fn write_str(out: &mut String, s: &str) {
     let _ = write_escaped(out, s);
+}
+
+/// [`write_escaped`] in one write when `s` needs no escape and is short (most values): each
+/// write to a template's output is several calls deep.
+fn write_quoted(out: &mut impl std::fmt::Write, s: &str) -> std::fmt::Result {
+    const ROOM: usize = 126;
+    if s.len() <= ROOM
+        && s.bytes()
+            .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        let mut quoted = [b'"'; ROOM + 2];
+        quoted[1..=s.len()].copy_from_slice(s.as_bytes());
+        // Printable ASCII and quotes: UTF-8.
+        let quoted = std::str::from_utf8(&quoted[..s.len() + 2]).map_err(|_| std::fmt::Error)?;
+        return out.write_str(quoted);
+    }
+    write_escaped(out, s)
 }
 
 /// `s` quoted and escaped as [`yaml_json`] writes strings.

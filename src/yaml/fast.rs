@@ -49,6 +49,7 @@ pub(super) fn documents(
         depth: 0,
         nodes: 0,
         peeked: None,
+        line: std::cell::Cell::new((usize::MAX, 0)),
         duplicates: Vec::new(),
         booleans: Vec::new(),
     };
@@ -111,6 +112,8 @@ struct Reader<'t> {
     /// The line [`Reader::next_line`] found last, by the offset it was asked at: a block's
     /// first line is looked at by its parent and again by the block.
     peeked: Option<(usize, Option<Line>)>,
+    /// The last line end found (see [`Reader::line_end`]): no `\n` from `.0` to `.1`.
+    line: std::cell::Cell<(usize, usize)>,
     /// The current document's duplicate keys and YAML 1.1 booleans, kept only if it is taken.
     duplicates: Vec<DuplicateKey>,
     booleans: Vec<Span>,
@@ -179,9 +182,17 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// The end of the line at `from` (the offset of its `\n`, or of the text's end).
+    /// The end of the line at `from` (the offset of its `\n`, or of the text's end). A line is
+    /// asked for again and again as it is read (its start, after its key, after its value):
+    /// the last answer is kept with where it was searched from.
     fn line_end(&self, from: usize) -> usize {
-        memchr::memchr(b'\n', &self.bytes[from..]).map_or(self.bytes.len(), |i| from + i)
+        let (searched, end) = self.line.get();
+        if searched <= from && from <= end {
+            return end;
+        }
+        let end = memchr::memchr(b'\n', &self.bytes[from..]).map_or(self.bytes.len(), |i| from + i);
+        self.line.set((from, end));
+        end
     }
 
     /// The next line with content, skipping blank and comment lines (`pos` stays at its
@@ -737,8 +748,13 @@ fn flow_word_char(c: u8) -> bool {
 /// Text the subset takes as is: printable ASCII, and any character above U+00A0 but the ones
 /// YAML reads as breaks or refuses.
 fn printable(text: &str) -> bool {
+    // One pass over the bytes for the common case (printable ASCII); only text with another
+    // byte is read as characters.
+    if text.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+        return true;
+    }
     if text.is_ascii() {
-        return text.bytes().all(|b| (b' '..=b'~').contains(&b));
+        return false;
     }
     text.chars().all(|c| {
         (' '..='~').contains(&c)
