@@ -221,10 +221,11 @@ enum Product {
     Compiled(Box<Compiled>),
     Bundle(Box<Bundle>),
     /// What `render` prints of it, all that is kept once it is checked: its YAML stream (or
-    /// its objects, for `-o json`).
+    /// its objects as pretty JSON text, for `-o json`: a text takes a fraction of a tree's
+    /// memory, and 20,000 requests are held until the last one compiles).
     Printed {
         yaml: String,
-        objects: Vec<serde_json::Value>,
+        objects: Vec<String>,
     },
 }
 
@@ -239,7 +240,7 @@ impl Product {
     }
 
     /// The YAML stream and the objects `render` prints, once only they are kept.
-    fn printed(&self) -> (&str, &[serde_json::Value]) {
+    fn printed(&self) -> (&str, &[String]) {
         match self {
             Product::Printed { yaml, objects } => (yaml, objects),
             _ => ("", &[]),
@@ -282,7 +283,10 @@ impl Done {
                     String::new(),
                     std::mem::take(&mut c.documents)
                         .into_iter()
-                        .map(yaml::Node::into_json)
+                        .map(|d| {
+                            serde_json::to_string_pretty(&d.into_json())
+                                .expect("a JSON value serializes")
+                        })
                         .collect(),
                 ),
             };
@@ -593,7 +597,7 @@ fn write_bundle(out: &Reporter, dir: &Path, bundle: &Bundle, map: &str) -> ExitC
 /// still gives a List, so that a pipeline reads one shape).
 fn write_manifests(
     out: &mut dyn Write,
-    printed: &[(&str, &[serde_json::Value])],
+    printed: &[(&str, &[String])],
     format: Format,
     many: bool,
 ) -> std::io::Result<()> {
@@ -602,28 +606,30 @@ fn write_manifests(
             .iter()
             .try_for_each(|(yaml, _)| out.write_all(yaml.as_bytes())),
         Format::Json => {
-            let objects: Vec<&serde_json::Value> =
-                printed.iter().flat_map(|(_, objects)| *objects).collect();
-            /// A `v1` List, its keys in the order serde_json's maps keep (sorted).
-            #[derive(serde::Serialize)]
-            #[serde(rename_all = "camelCase")]
-            struct List<'a> {
-                api_version: &'static str,
-                items: &'a [&'a serde_json::Value],
-                kind: &'static str,
+            let objects: Vec<&String> = printed.iter().flat_map(|(_, objects)| *objects).collect();
+            if let [one] = objects.as_slice()
+                && !many
+            {
+                out.write_all(one.as_bytes())?;
+                return out.write_all(b"\n");
             }
-            match objects.as_slice() {
-                [one] if !many => serde_json::to_writer_pretty(&mut *out, one),
-                items => serde_json::to_writer_pretty(
-                    &mut *out,
-                    &List {
-                        api_version: "v1",
-                        items,
-                        kind: "List",
-                    },
-                ),
-            }?;
-            out.write_all(b"\n")
+            // A `v1` List as serde_json prints it pretty (keys sorted, two spaces a level): each
+            // item is its own pretty text two levels deeper (a JSON text has no raw line break
+            // but between its tokens).
+            out.write_all(b"{\n  \"apiVersion\": \"v1\",\n  \"items\": [")?;
+            for (i, item) in objects.iter().enumerate() {
+                out.write_all(if i == 0 { b"\n    " } else { b",\n    " })?;
+                for (j, line) in item.split('\n').enumerate() {
+                    if j > 0 {
+                        out.write_all(b"\n    ")?;
+                    }
+                    out.write_all(line.as_bytes())?;
+                }
+            }
+            if !objects.is_empty() {
+                out.write_all(b"\n  ")?;
+            }
+            out.write_all(b"],\n  \"kind\": \"List\"\n}\n")
         }
     }
 }
@@ -668,4 +674,40 @@ pub(crate) fn checked_stem(path: &Path, dir: &Path) -> Result<String, String> {
         ));
     }
     Ok(stem)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The List is written by hand from each object's pretty text: it must be byte for byte
+    /// what serde_json prints for the whole List (the format `-o json` always had).
+    #[test]
+    fn the_json_list_is_serde_jsons_pretty_list() {
+        let objects = [
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
+                "data": {"spec.yaml": "a: 1\nb: \"x\"\n", "empty": ""}}),
+            serde_json::json!({"apiVersion": "batch/v1", "kind": "Job", "spec": {"template":
+                {"spec": {"containers": [{"name": "c", "args": [], "env": [{}]}]}}}}),
+            serde_json::json!({"kind": "Service", "spec": {"ports": [1, 2.5, null, true]}}),
+        ];
+        let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap();
+        for count in 0..=objects.len() {
+            for many in [false, true] {
+                let texts: Vec<String> = objects[..count].iter().map(pretty).collect();
+                let mut ours = Vec::new();
+                write_manifests(&mut ours, &[("", &texts)], Format::Json, many).unwrap();
+                let expected = match &objects[..count] {
+                    [one] if !many => pretty(one),
+                    items => pretty(&serde_json::json!({
+                        "apiVersion": "v1", "items": items, "kind": "List"})),
+                } + "\n";
+                assert_eq!(
+                    String::from_utf8(ours).unwrap(),
+                    expected,
+                    "{count} objects, many: {many}"
+                );
+            }
+        }
+    }
 }
