@@ -12,6 +12,7 @@ use saphyr_parser::{Event, Parser, ScalarStyle, Tag};
 use serde_json::Value as Json;
 use std::collections::HashMap;
 
+mod de;
 mod fast;
 
 /// Limits for one parse: beyond any of them the parse stops with an error, so that no input
@@ -730,6 +731,28 @@ impl Node {
                     .collect(),
             ),
         }
+    }
+
+    /// The tree [`Node::to_json`] makes this JSON from (every span empty), for tests that
+    /// change a request as JSON and read it as a tree.
+    #[cfg(test)]
+    pub(crate) fn from_json(json: &Json) -> Node {
+        let node = |value| Node { value, span: 0..0 };
+        node(match json {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(*b),
+            Json::Number(n) => match n.as_i64() {
+                Some(i) => Value::Int(i),
+                None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            Json::String(s) => Value::Str(s.clone()),
+            Json::Array(items) => Value::Seq(items.iter().map(Node::from_json).collect()),
+            Json::Object(map) => Value::Map(
+                map.iter()
+                    .map(|(k, v)| (node(Value::Str(k.clone())), Node::from_json(v)))
+                    .collect(),
+            ),
+        })
     }
 
     /// [`Node::to_json`], taking the tree apart as it goes: each part is freed once converted,

@@ -144,12 +144,13 @@ pub fn load(source: &Source) -> Result<Loaded, Refused> {
             .help("render one request at a time"),
         );
     }
-    let mut json = tree.to_json();
-    // Most requests are well formed: the types alone read them, and the validator (compiled
-    // from the schema, the costliest step of a render) is only built to say what is wrong.
-    if let Some(request) = well_formed(&json) {
+    // Most requests are well formed: the types alone read them (from the tree itself), and the
+    // validator (compiled from the schema, the costliest step of a render) is only built to
+    // say what is wrong.
+    if let Some(request) = well_formed(&tree) {
         return checked(request, tree, diags, Vec::new());
     }
+    let mut json = tree.to_json();
     let (prune, missing) = match structure(&tree, &json, &mut diags) {
         Some(fields) => fields,
         // A member of an array is wrong: see `settle`.
@@ -184,11 +185,11 @@ pub fn load(source: &Source) -> Result<Loaded, Refused> {
 
 /// The request, when the types read it and it keeps the schema's bounds: then the schema has
 /// nothing to say about it (`the_fast_path_admits_nothing_the_schema_refuses` holds them to it).
-fn well_formed(json: &Json) -> Option<ActionRequest> {
-    if !lists_in_place(json, None) {
+fn well_formed(tree: &yaml::Node) -> Option<ActionRequest> {
+    if !lists_in_place(tree, None) {
         return None;
     }
-    let request = <ActionRequest as serde::Deserialize>::deserialize(json).ok()?;
+    let request = <ActionRequest as serde::Deserialize>::deserialize(tree).ok()?;
     within_bounds(&request).then_some(request)
 }
 
@@ -207,15 +208,16 @@ const LIST_FIELDS: [&str; 9] = [
 
 /// Whether every list is the value of a list field (`specInline` holds any JSON): serde reads
 /// a list as a struct's fields in order, where the schema wants a mapping.
-fn lists_in_place(json: &Json, key: Option<&str>) -> bool {
-    match json {
-        Json::Array(items) => {
+fn lists_in_place(node: &yaml::Node, key: Option<&str>) -> bool {
+    match &node.value {
+        yaml::Value::Seq(items) => {
             key.is_some_and(|k| LIST_FIELDS.contains(&k))
                 && items.iter().all(|i| lists_in_place(i, None))
         }
-        Json::Object(map) => map
-            .iter()
-            .all(|(k, v)| k == "specInline" || lists_in_place(v, Some(k))),
+        yaml::Value::Map(entries) => entries.iter().all(|(k, v)| {
+            let k = yaml::key_text(k);
+            k == "specInline" || lists_in_place(v, Some(&k))
+        }),
         _ => true,
     }
 }
@@ -721,6 +723,11 @@ mod tests {
     use proptest::prelude::*;
 
     /// The JSON of every bundled request, valid and invalid.
+    /// The request serde_json reads from `json` (the types, no bounds).
+    fn from_json(json: &Json) -> ActionRequest {
+        <ActionRequest as serde::Deserialize>::deserialize(json).expect("the tree was read")
+    }
+
     fn requests() -> &'static [Json] {
         static REQUESTS: std::sync::OnceLock<Vec<Json>> = std::sync::OnceLock::new();
         REQUESTS.get_or_init(read_requests)
@@ -841,10 +848,13 @@ mod tests {
                 }
                 _ => *node(&mut request, &path) = value,
             }
-            if well_formed(&request).is_some() {
+            let tree = yaml::Node::from_json(&request);
+            if let Some(read) = well_formed(&tree) {
                 let errors: Vec<String> =
                     VALIDATOR.iter_errors(&request).map(|e| e.to_string()).collect();
                 prop_assert!(errors.is_empty(), "{request:#}: {errors:?}");
+                // The tree is read as serde_json reads its JSON.
+                prop_assert_eq!(format!("{read:?}"), format!("{:?}", from_json(&request)));
             }
         }
     }
@@ -884,8 +894,9 @@ mod tests {
     fn every_bundled_request_gets_the_same_verdict_both_ways() {
         assert!(requests().len() > 50);
         for request in requests() {
-            if well_formed(request).is_some() {
+            if let Some(read) = well_formed(&yaml::Node::from_json(request)) {
                 assert!(VALIDATOR.is_valid(request), "{request:#}");
+                assert_eq!(format!("{read:?}"), format!("{:?}", from_json(request)));
             } else {
                 // Refused by the types: the schema refuses it too, or the types are stricter
                 // (a fixture whose problem the checks report).
