@@ -37,7 +37,9 @@ pub enum TextError {
 pub struct Source {
     name: String,
     text: String,
-    line_starts: Vec<usize>,
+    /// Where each line starts, found when first asked: most texts are read without a word
+    /// to say about any line of them (a request that compiles, a rendered stream verified).
+    line_starts: std::sync::OnceLock<Vec<usize>>,
     /// Whether the text holds a `*`, found when first asked.
     asterisk: std::sync::OnceLock<bool>,
 }
@@ -45,16 +47,23 @@ pub struct Source {
 impl Source {
     /// Index `text`, shown to users as `name` (a path, `<stdin>`, a template name).
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Source {
-        let text = text.into();
-        let mut line_starts = Vec::with_capacity(text.len() / 32 + 1);
-        line_starts.push(0);
-        line_starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
         Source {
             name: name.into(),
-            text,
-            line_starts,
+            text: text.into(),
+            line_starts: std::sync::OnceLock::new(),
             asterisk: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Where each line starts.
+    fn line_starts(&self) -> &[usize] {
+        self.line_starts.get_or_init(|| {
+            let text = self.text.as_bytes();
+            let mut starts = Vec::with_capacity(text.len() / 32 + 1);
+            starts.push(0);
+            starts.extend(memchr::memchr_iter(b'\n', text).map(|i| i + 1));
+            starts
+        })
     }
 
     /// Bytes read from a file or stdin, as a source: refused when not UTF-8, or when they hold
@@ -128,7 +137,7 @@ impl Source {
     /// Byte offset of a 1-based line and a 0-based column counted in characters, as YAML
     /// parsers report them. Out-of-range positions are clamped to the text.
     pub fn offset(&self, line: usize, col: usize) -> usize {
-        let Some(&start) = self.line_starts.get(line.saturating_sub(1)) else {
+        let Some(&start) = self.line_starts().get(line.saturating_sub(1)) else {
             return self.text.len();
         };
         let rest = &self.text[start..];
@@ -142,8 +151,9 @@ impl Source {
     /// The 1-based line and 1-based character column of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
-        let line = self.line_starts.partition_point(|&s| s <= offset);
-        let start = self.line_starts[line - 1];
+        let starts = self.line_starts();
+        let line = starts.partition_point(|&s| s <= offset);
+        let start = starts[line - 1];
         let col = self
             .text
             .get(start..offset)
