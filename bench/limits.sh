@@ -154,6 +154,7 @@ cases=(
   "a template writing 7 nested lists of 8|\"\$bin\" render --templates \"\$work/copies-list\" examples/dino-train.yaml"
   "lint a folder of 7 levels x 8 links|\"\$bin\" lint \"\$work/links/l0\""
   "render 20,000 requests (8 MB)|\"\$bin\" render \"\$work/requests\""
+  "render 20,000 requests (8 MB), -o json|\"\$bin\" render -o json \"\$work/requests\""
   "krm, 76,000 small items (6 MB)|\"\$bin\" krm < \"\$work/krm-items.yaml\""
   "lint --crd, 60,000 versions|\"\$bin\" lint --crd \"\$work/crd-versions.yaml\" \"\$work/things.yaml\""
   "lint --crd, 240,000 properties (9 MB)|\"\$bin\" lint --crd \"\$work/crd-properties.yaml\" \"\$work/things.yaml\""
