@@ -199,9 +199,7 @@ pub fn quantity(env: &mut Env) -> Result<(), DeclarationError> {
         ("asApproximateFloat", q_as_float),
         ("sign", q_sign),
     ];
-    for (name, op) in unary {
-        env.add_member_overload(name, &format!("quantity_{name}"), q(), vec![], op)?;
-    }
+    methods(env, "quantity", q, Vec::new, &unary)?;
     let binary: [(&str, Function); 5] = [
         ("isGreaterThan", q_greater),
         ("isLessThan", q_less),
@@ -209,9 +207,7 @@ pub fn quantity(env: &mut Env) -> Result<(), DeclarationError> {
         ("add", q_add),
         ("sub", q_sub),
     ];
-    for (name, op) in binary {
-        env.add_member_overload(name, &format!("quantity_{name}"), q(), vec![q()], op)?;
-    }
+    methods(env, "quantity", q, || vec![q()], &binary)?;
     for (name, op) in [("add", q_add as Function), ("sub", q_sub)] {
         let id = format!("quantity_{name}_int");
         env.add_member_overload(name, &id, q(), vec![INT_TYPE], op)?;
@@ -219,7 +215,22 @@ pub fn quantity(env: &mut Env) -> Result<(), DeclarationError> {
     Ok(())
 }
 
-type Function = cel::common::functions::Function;
+pub(super) type Function = cel::common::functions::Function;
+
+/// Methods of `receiver()` that take `args()`, each declared as the overload
+/// `<prefix>_<name>` (a `Type` is made anew for each declaration: it is not `Clone`).
+pub(super) fn methods(
+    env: &mut Env,
+    prefix: &str,
+    receiver: impl Fn() -> Type,
+    args: impl Fn() -> Vec<Type>,
+    methods: &[(&str, Function)],
+) -> Result<(), DeclarationError> {
+    for &(name, op) in methods {
+        env.add_member_overload(name, &format!("{prefix}_{name}"), receiver(), args(), op)?;
+    }
+    Ok(())
+}
 
 static QUANTITY: Type = Type::new_unspecified_type("kubernetes.Quantity");
 

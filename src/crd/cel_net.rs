@@ -11,7 +11,7 @@
 //! are `netip.ParsePrefix`'s: an address, `/`, and a length read as Go's `strconv.Atoi` reads
 //! it (a sign, leading zeros), up to the address's bits; they are kept unmasked, as written.
 
-use super::cel_k8s::{boolean, int, opaque, refused, string, string_arg, the};
+use super::cel_k8s::{Function, boolean, int, methods, opaque, refused, string, string_arg, the};
 use cel::common::types::{STRING_TYPE, Type};
 use cel::common::value::CowVal;
 use cel::objects::Opaque;
@@ -44,8 +44,6 @@ impl Opaque for Cidr {
     }
 }
 
-type Function = cel::common::functions::Function;
-
 /// The IP library.
 pub fn ip(env: &mut Env) -> Result<(), DeclarationError> {
     let ip = || Type::new_opaque_type(IP);
@@ -67,10 +65,7 @@ pub fn ip(env: &mut Env) -> Result<(), DeclarationError> {
         ("isLinkLocalUnicast", is_link_local_unicast),
         ("isGlobalUnicast", is_global_unicast),
     ];
-    for (name, op) in members {
-        env.add_member_overload(name, &format!("ip_{name}"), ip(), vec![], op)?;
-    }
-    Ok(())
+    methods(env, "ip", ip, Vec::new, &members)
 }
 
 /// The CIDR library.

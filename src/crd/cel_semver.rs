@@ -9,7 +9,7 @@
 //! drops a leading `v` and leading zeros, and completes `1` and `1.2` with zeros. The `semver`
 //! crate is not used: its errors are its own, and the library's messages are blang's.
 
-use super::cel_k8s::{boolean, int, opaque, refused, string_arg, the};
+use super::cel_k8s::{Function, boolean, int, methods, opaque, refused, string_arg, the};
 use super::cel_net::go_quote;
 use cel::common::types::{BOOL_TYPE, STRING_TYPE, Type};
 use cel::common::value::CowVal;
@@ -232,8 +232,6 @@ fn read(args: &[CowVal<'_, '_>], function: &str) -> Result<Result<Semver, String
     })
 }
 
-type Function = cel::common::functions::Function;
-
 /// The semver library, with the `normalize` overloads of its version 1.
 pub fn semver(env: &mut Env) -> Result<(), DeclarationError> {
     let semver = || Type::new_opaque_type(SEMVER);
@@ -253,24 +251,13 @@ pub fn semver(env: &mut Env) -> Result<(), DeclarationError> {
         is_semver,
     )?;
     let unary: [(&str, Function); 3] = [("major", major), ("minor", minor), ("patch", patch)];
-    for (name, op) in unary {
-        env.add_member_overload(name, &format!("semver_{name}"), semver(), vec![], op)?;
-    }
+    methods(env, "semver", semver, Vec::new, &unary)?;
     let binary: [(&str, Function); 3] = [
         ("isGreaterThan", is_greater_than),
         ("isLessThan", is_less_than),
         ("compareTo", compare_to),
     ];
-    for (name, op) in binary {
-        env.add_member_overload(
-            name,
-            &format!("semver_{name}"),
-            semver(),
-            vec![semver()],
-            op,
-        )?;
-    }
-    Ok(())
+    methods(env, "semver", semver, || vec![semver()], &binary)
 }
 
 fn to_semver<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {

@@ -10,7 +10,7 @@
 //! hosts. Two URLs are equal when their parts are (upstream compares their strings, which
 //! are made of them).
 
-use super::cel_k8s::{boolean, opaque, refused, string, string_arg, the};
+use super::cel_k8s::{Function, boolean, methods, opaque, refused, string, string_arg, the};
 use super::cel_net::go_quote;
 use cel::common::types::{CelList, CelMap, CelMapKey, CelString, STRING_TYPE, Type};
 use cel::common::value::{CowVal, Val};
@@ -42,8 +42,6 @@ impl Opaque for Url {
     }
 }
 
-type Function = cel::common::functions::Function;
-
 /// The URL library.
 pub fn url(env: &mut Env) -> Result<(), DeclarationError> {
     let url = || Type::new_opaque_type(URL);
@@ -58,10 +56,7 @@ pub fn url(env: &mut Env) -> Result<(), DeclarationError> {
         ("getEscapedPath", get_escaped_path),
         ("getQuery", get_query),
     ];
-    for (name, op) in members {
-        env.add_member_overload(name, &format!("url_{name}"), url(), vec![], op)?;
-    }
-    Ok(())
+    methods(env, "url", url, Vec::new, &members)
 }
 
 /// The parts of a URL `net/url` escapes differently.
