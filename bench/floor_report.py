@@ -35,7 +35,7 @@ def ms(r):
 def verdict(checks):
     """`met`, or `not met (why)`, from (passed, note) pairs; None when a measure is missing."""
     if any(passed is None for passed, _ in checks):
-        return "not judged (a peer is missing)"
+        return "not judged (a measure is missing)"
     failed = [note for passed, note in checks if not passed]
     notes = ", ".join(note for _, note in checks)
     return f"met ({notes})" if not failed else f"not met ({notes})"
