@@ -117,7 +117,7 @@ impl Templates {
             }
             // A string (most values) is escaped straight into the output.
             AutoEscape::Json if value.kind() == ValueKind::String => {
-                write_quoted(out, value.as_str().unwrap_or_default())?;
+                write_escaped(out, value.as_str().unwrap_or_default())?;
                 Ok(())
             }
             AutoEscape::Json => {
@@ -507,32 +507,25 @@ fn write_str(out: &mut String, s: &str) {
     let _ = write_escaped(out, s);
 }
 
-/// [`write_escaped`] in one write when `s` needs no escape and is short (most values): each
-/// write to a template's output is several calls deep.
-fn write_quoted(out: &mut impl std::fmt::Write, s: &str) -> std::fmt::Result {
+/// `s` quoted and escaped as [`yaml_json`] writes strings.
+fn write_escaped(out: &mut impl std::fmt::Write, s: &str) -> std::fmt::Result {
+    let plain = s
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\');
+    // Most values are short and need no escape: quoted on the stack, they take one write (each
+    // write to a template's output is several calls deep).
     const ROOM: usize = 126;
-    if s.len() <= ROOM
-        && s.bytes()
-            .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
-    {
+    if plain && s.len() <= ROOM {
         let mut quoted = [b'"'; ROOM + 2];
         quoted[1..=s.len()].copy_from_slice(s.as_bytes());
         // Printable ASCII and quotes: UTF-8.
         let quoted = std::str::from_utf8(&quoted[..s.len() + 2]).map_err(|_| std::fmt::Error)?;
         return out.write_str(quoted);
     }
-    write_escaped(out, s)
-}
-
-/// `s` quoted and escaped as [`yaml_json`] writes strings.
-fn write_escaped(out: &mut impl std::fmt::Write, s: &str) -> std::fmt::Result {
     out.write_char('"')?;
     // Runs of characters written as they are are copied whole.
     let mut run = 0;
-    if !s
-        .bytes()
-        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
-    {
+    if !plain {
         for (i, c) in s.char_indices() {
             let escape = match c {
                 '"' => Some("\\\""),

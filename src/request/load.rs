@@ -722,12 +722,12 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The JSON of every bundled request, valid and invalid.
     /// The request serde_json reads from `json` (the types, no bounds).
     fn from_json(json: &Json) -> ActionRequest {
         <ActionRequest as serde::Deserialize>::deserialize(json).expect("the tree was read")
     }
 
+    /// The JSON of every bundled request, valid and invalid.
     fn requests() -> &'static [Json] {
         static REQUESTS: std::sync::OnceLock<Vec<Json>> = std::sync::OnceLock::new();
         REQUESTS.get_or_init(read_requests)
