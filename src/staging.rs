@@ -189,7 +189,10 @@ fn mount_source(m: &Mount) -> MountSource {
 }
 
 fn field(parts: &[&str], index: usize) -> Vec<Step> {
-    let mut path: Vec<Step> = parts.iter().map(|p| Step::Key(p.to_string())).collect();
+    let mut path: Vec<Step> = parts
+        .iter()
+        .map(|p| Step::Key(p.to_string().into()))
+        .collect();
     path.push(Step::Index(index));
     path
 }
@@ -264,7 +267,7 @@ fn unmounted(req: &ActionRequest, tree: &Node, staging: &Staging, diags: &mut Ve
             || IMAGE_PATHS.iter().any(|p| is_under(path, p))
     };
     let mut found: Vec<(Vec<Step>, String)> = Vec::new();
-    let key = |k: &str| Step::Key(k.into());
+    let key = |k: &'static str| Step::Key(k.into());
     let cmd = &req.spec.command;
     if let Some(argv) = &staging.argv {
         let at: Vec<Step> = match (&cmd.args, &cmd.config) {
@@ -348,7 +351,7 @@ fn spec_paths(spec: &Node, at: &mut Vec<Step>, found: &mut Vec<(Vec<Step>, Strin
         }
         Value::Map(entries) => {
             for (k, v) in entries {
-                at.push(Step::Key(crate::yaml::key_text(k).into_owned()));
+                at.push(Step::Key(crate::yaml::key_text(k).into_owned().into()));
                 spec_paths(v, at, found);
                 at.pop();
             }
@@ -691,7 +694,7 @@ pub fn rewrite_spec(
         }
         Value::Map(entries) => {
             for (k, v) in entries.iter_mut() {
-                at.push(Step::Key(crate::yaml::key_text(k).into_owned()));
+                at.push(Step::Key(crate::yaml::key_text(k).into_owned().into()));
                 rewrite_spec(map, v, at, uncovered);
                 at.pop();
             }

@@ -663,10 +663,11 @@ pub fn key_text(key: &Node) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// One step of a path into a tree.
+/// One step of a path into a tree. A key the code names is borrowed, not copied: checks and
+/// rules make paths for every field they look at, and most are never reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    Key(String),
+    Key(std::borrow::Cow<'static, str>),
     Index(usize),
 }
 
@@ -689,15 +690,15 @@ impl At<'_> {
 }
 
 /// A path written with dots (`spec.template.spec`): keys only.
-pub fn dotted(path: &str) -> Vec<Step> {
-    path.split('.').map(|k| Step::Key(k.to_string())).collect()
+pub fn dotted(path: &'static str) -> Vec<Step> {
+    path.split('.').map(|k| Step::Key(k.into())).collect()
 }
 
 /// A borrowed path as an owned one.
 pub fn owned(path: &[At]) -> Vec<Step> {
     path.iter()
         .map(|s| match s {
-            At::Key(k) => Step::Key(k.to_string()),
+            At::Key(k) => Step::Key(k.to_string().into()),
             At::Index(i) => Step::Index(*i),
         })
         .collect()
@@ -952,7 +953,7 @@ pub fn display_path(path: &[Step]) -> String {
                 }
                 out.push_str(k);
             }
-            Step::Key(k) => out.push_str(&format!("[{}]", serde_json::Value::from(k.as_str()))),
+            Step::Key(k) => out.push_str(&format!("[{}]", serde_json::Value::from(k.as_ref()))),
         }
     }
     out

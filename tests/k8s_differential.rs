@@ -34,14 +34,14 @@ fn oracle(object: &Node) -> Option<BTreeSet<String>> {
             .instance_path()
             .iter()
             .map(|s| match s {
-                LocationSegment::Property(p) => Step::Key(p.to_string()),
+                LocationSegment::Property(p) => Step::Key(p.to_string().into()),
                 LocationSegment::Index(i) => Step::Index(i),
             })
             .collect();
         if let ValidationErrorKind::AdditionalProperties { unexpected } = e.kind() {
             for name in unexpected {
                 let mut field = path.clone();
-                field.push(Step::Key(name.clone()));
+                field.push(Step::Key(name.clone().into()));
                 paths.insert(yaml::display_path(&field));
             }
         } else {

@@ -238,7 +238,7 @@ fn field_path(path: &str) -> Option<Vec<Step>> {
     while !rest.is_empty() {
         if let Some(after) = rest.strip_prefix("['") {
             let end = after.find("']")?;
-            steps.push(Step::Key(after[..end].into()));
+            steps.push(Step::Key(after[..end].to_string().into()));
             rest = &after[end + 2..];
         } else if let Some(after) = rest.strip_prefix('[') {
             let end = after.find(']')?;
@@ -249,7 +249,7 @@ fn field_path(path: &str) -> Option<Vec<Step>> {
             if end == 0 {
                 return None;
             }
-            steps.push(Step::Key(after[..end].into()));
+            steps.push(Step::Key(after[..end].to_string().into()));
             rest = &after[end..];
         } else {
             return None;

@@ -681,13 +681,13 @@ fn steps(path: &str) -> Vec<Step> {
     for part in path.split('.').filter(|p| !p.is_empty()) {
         let mut pieces = part.split('[');
         if let Some(name) = pieces.next().filter(|n| !n.is_empty()) {
-            steps.push(Step::Key(name.into()));
+            steps.push(Step::Key(name.to_string().into()));
         }
         for piece in pieces {
             let inner = piece.strip_suffix(']').unwrap_or(piece);
             steps.push(match inner.parse() {
                 Ok(i) => Step::Index(i),
-                Err(_) => Step::Key(inner.into()),
+                Err(_) => Step::Key(inner.to_string().into()),
             });
         }
     }
@@ -834,7 +834,7 @@ impl Check {
     /// A field this object lacks, at the key of the object.
     fn missing(&mut self, object: &Node, field: &str, what: &str) {
         let span = self.at.last().unwrap_or(&object.span).clone();
-        self.path.push(Step::Key(field.into()));
+        self.path.push(Step::Key(field.to_string().into()));
         self.errors.push(Error {
             path: self.path.clone(),
             span,
@@ -889,7 +889,7 @@ impl Check {
                 {
                     self.value(
                         p,
-                        (Step::Key(name.into_owned()), &key.span),
+                        (Step::Key(name.into_owned().into()), &key.span),
                         value,
                         structural,
                         true,
@@ -900,7 +900,7 @@ impl Check {
             if let Some(p) = schema.property(&name) {
                 self.value(
                     p,
-                    (Step::Key(name.into_owned()), &key.span),
+                    (Step::Key(name.into_owned().into()), &key.span),
                     value,
                     structural,
                     true,
@@ -908,13 +908,13 @@ impl Check {
             } else if let Additional::Schema(a) = &schema.additional {
                 self.value(
                     a,
-                    (Step::Key(name.into_owned()), &key.span),
+                    (Step::Key(name.into_owned().into()), &key.span),
                     value,
                     structural,
                     true,
                 );
             } else if closed {
-                self.path.push(Step::Key(name.into_owned()));
+                self.path.push(Step::Key(name.into_owned().into()));
                 self.errors.push(Error {
                     path: self.path.clone(),
                     span: key.span.clone(),

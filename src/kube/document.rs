@@ -66,7 +66,7 @@ impl<'a> Document<'a> {
             path.extend(["template", "spec"].map(|k| Step::Key(k.into())));
             return Some(path);
         }
-        let keys: &[&str] = match self.kind {
+        let keys: &[&'static str] = match self.kind {
             "Pod" => &["spec"],
             "Job" | "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => {
                 &["spec", "template", "spec"]
@@ -74,7 +74,7 @@ impl<'a> Document<'a> {
             "CronJob" => &["spec", "jobTemplate", "spec", "template", "spec"],
             _ => return None,
         };
-        Some(keys.iter().map(|k| Step::Key(k.to_string())).collect())
+        Some(keys.iter().map(|&k| Step::Key(k.into())).collect())
     }
 }
 

@@ -51,14 +51,14 @@ pub fn items(node: &Node) -> &[Node] {
 }
 
 /// `path` followed by dotted keys.
-pub fn under(path: &[Step], dotted: &str) -> Vec<Step> {
+pub fn under(path: &[Step], dotted: &'static str) -> Vec<Step> {
     [path, &steps(dotted)].concat()
 }
 
 /// `path` followed by one key.
 pub fn key(path: &[Step], key: &str) -> Vec<Step> {
     let mut p = path.to_vec();
-    p.push(Step::Key(key.to_string()));
+    p.push(Step::Key(key.to_string().into()));
     p
 }
 
@@ -128,7 +128,7 @@ impl ContainerPath {
     /// `<pod spec>.<list>[<index>]`
     pub fn get(&self) -> Vec<Step> {
         let mut p = self.pod.to_vec();
-        p.push(Step::Key(self.list.to_string()));
+        p.push(Step::Key(self.list.into()));
         p.push(Step::Index(self.index));
         p
     }

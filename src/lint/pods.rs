@@ -9,14 +9,14 @@ pub const ALL_CONTAINERS: &[&str] = &["initContainers", "containers"];
 
 /// The containers of the lists `lists` of a document's pod spec (Pod, or a controller's pod
 /// template), with their paths.
-pub fn containers<'a>(doc: &Document<'a>, lists: &[&str]) -> Vec<(Vec<Step>, &'a Node)> {
+pub fn containers<'a>(doc: &Document<'a>, lists: &[&'static str]) -> Vec<(Vec<Step>, &'a Node)> {
     let Some(spec) = doc.pod_spec_path() else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for list in lists {
         let mut path = spec.to_vec();
-        path.push(Step::Key(list.to_string()));
+        path.push(Step::Key((*list).into()));
         let Some((
             _,
             Node {

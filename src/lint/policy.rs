@@ -200,9 +200,9 @@ impl Policy {
         let path = |list: &str, i: usize, field: &str| {
             vec![
                 Step::Key("spec".into()),
-                Step::Key(list.into()),
+                Step::Key(list.to_string().into()),
                 Step::Index(i),
-                Step::Key(field.into()),
+                Step::Key(field.to_string().into()),
             ]
         };
         let named =

@@ -66,7 +66,7 @@ pub(super) fn config_map(
 }
 
 /// The path of a field of `spec.command.config`.
-fn at(field: &str) -> [Step; 4] {
+fn at(field: &'static str) -> [Step; 4] {
     ["spec", "command", "config", field].map(|k| Step::Key(k.into()))
 }
 

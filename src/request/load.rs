@@ -326,7 +326,7 @@ fn structure(tree: &Node, json: &Json, diags: &mut Vec<Diagnostic>) -> Option<(F
                 missing.push((path, property.as_str().unwrap_or_default().to_string()));
             }
             _ => match path.split_last() {
-                Some((Step::Key(k), parent)) => prune.push((parent.to_vec(), k.clone())),
+                Some((Step::Key(k), parent)) => prune.push((parent.to_vec(), k.to_string())),
                 _ => prunable = false,
             },
         }
@@ -346,7 +346,7 @@ fn settle(json: &mut Json, prune: Fields, missing: Fields) -> Vec<String> {
         };
         obj.remove(&key);
         let mut field = parent;
-        field.push(Step::Key(key.clone()));
+        field.push(Step::Key(key.clone().into()));
         if required(&parent_of(&field)).contains(&key) {
             obj.insert(key, schema_at(&field).map_or(Json::Null, placeholder));
         }
@@ -357,7 +357,7 @@ fn settle(json: &mut Json, prune: Fields, missing: Fields) -> Vec<String> {
 
 fn pointer_mut<'a>(json: &'a mut Json, path: &[Step]) -> Option<&'a mut Json> {
     path.iter().try_fold(json, |node, step| match step {
-        Step::Key(k) => node.get_mut(k.as_str()),
+        Step::Key(k) => node.get_mut(k.as_ref()),
         Step::Index(i) => node.get_mut(*i),
     })
 }
@@ -367,7 +367,7 @@ fn steps_of(segments: impl Iterator<Item = String>) -> Vec<Step> {
         .filter(|s| s != "?")
         .map(|s| match s.parse::<usize>() {
             Ok(i) => Step::Index(i),
-            Err(_) => Step::Key(s),
+            Err(_) => Step::Key(s.into()),
         })
         .collect()
 }
@@ -389,7 +389,7 @@ fn schema_diagnostics(tree: &Node, e: &ValidationError<'_>) -> Vec<Diagnostic> {
             let d = Diagnostic::error(MISSING_FIELD, format!("missing field `{name}`"));
             let d = pin(tree, &path, d, &format!("`{name}` is required here"));
             let mut field = path.clone();
-            field.push(Step::Key(name.to_string()));
+            field.push(Step::Key(name.to_string().into()));
             vec![Diagnostic {
                 path: Some(display_path(&field)),
                 ..d
@@ -469,7 +469,7 @@ fn unknown_fields(tree: &Node, path: &[Step], unexpected: &[String]) -> Vec<Diag
         .iter()
         .map(|name| {
             let mut field = path.to_vec();
-            field.push(Step::Key(name.clone()));
+            field.push(Step::Key(name.clone().into()));
             let known = known_fields(path);
             let d = Diagnostic::error(UNKNOWN_FIELD, format!("unknown field `{name}`"))
                 .at_path(display_path(&field));
@@ -606,7 +606,7 @@ fn schema_at(path: &[Step]) -> Option<&'static Json> {
         let next = match step {
             Step::Key(k) => schema
                 .get("properties")
-                .and_then(|p| p.get(k))
+                .and_then(|p| p.get(k.as_ref()))
                 .or_else(|| schema.get("additionalProperties")),
             Step::Index(_) => schema.get("items"),
         };

@@ -50,7 +50,7 @@ impl Rule for AnnotationSyntax {
                     };
                 if !is_qualified_name(&name.to_ascii_lowercase()) {
                     let mut p = path.clone();
-                    p.push(Step::Key(name.to_string()));
+                    p.push(Step::Key(name.to_string().into()));
                     report.at(
                         p,
                         k,

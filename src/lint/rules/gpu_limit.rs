@@ -45,7 +45,8 @@ impl Rule for GpuLimit {
                 }
                 let mut at = path.clone();
                 at.extend(
-                    ["resources", "requests", resource.as_ref()].map(|k| Step::Key(k.into())),
+                    ["resources", "requests", resource.as_ref()]
+                        .map(|k| Step::Key(k.to_string().into())),
                 );
                 let name = container_name(container);
                 match limits.and_then(|l| l.get(&resource)) {

@@ -146,11 +146,14 @@ fn service_problems(service: &Document, job: &Document, labels: Option<&Node>) -
                 ["spec"]
                     .iter()
                     .chain(keys)
-                    .map(|k| Step::Key(k.to_string()))
+                    .map(|k| Step::Key(k.to_string().into()))
                     .collect(),
                 n.span.clone(),
             ),
-            (None, Some((k, _))) => (vec![Step::Key(key_text(k).into_owned())], k.span.clone()),
+            (None, Some((k, _))) => (
+                vec![Step::Key(key_text(k).into_owned().into())],
+                k.span.clone(),
+            ),
             (None, None) => return,
         };
         let message = format!(

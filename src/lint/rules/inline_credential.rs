@@ -80,7 +80,7 @@ impl Rule for InlineCredential {
                         && let Some(f) = secrets::scan_text(key).first()
                     {
                         let mut at = owned(path);
-                        at.push(Step::Key(key.clone()));
+                        at.push(Step::Key(key.clone().into()));
                         report(out, f, key, at, k);
                     }
                 }

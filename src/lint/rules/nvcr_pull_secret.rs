@@ -55,7 +55,7 @@ impl Rule for NvcrPullSecret {
             (0..count).map(|j| {
                 let mut path = pod.to_vec();
                 path.extend([
-                    Step::Key(field.to_string()),
+                    Step::Key(field.to_string().into()),
                     Step::Index(j),
                     Step::Key("image".into()),
                 ]);
@@ -64,7 +64,7 @@ impl Rule for NvcrPullSecret {
         });
         ["serviceAccountName", "serviceAccount", "imagePullSecrets"]
             .iter()
-            .map(|k| [pod, &[Step::Key(k.to_string())]].concat())
+            .map(|k| [pod, &[Step::Key(k.to_string().into())]].concat())
             .chain(images)
             .collect()
     }

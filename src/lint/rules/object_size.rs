@@ -43,7 +43,7 @@ impl Rule for ObjectSize {
             let children: Vec<(Step, &Node)> = match &node.value {
                 Value::Map(e) => e
                     .iter()
-                    .map(|(k, v)| (Step::Key(key_text(k).into_owned()), v))
+                    .map(|(k, v)| (Step::Key(key_text(k).into_owned().into()), v))
                     .collect(),
                 Value::Seq(items) => items
                     .iter()

@@ -1,7 +1,7 @@
 use crate::kube::quantity;
 use crate::lint::api::{ContainerPath, Report, all_containers, entries, key, shown, under};
 use crate::lint::{Document, Findings, Rule};
-use crate::yaml::{Node, Value, key_text};
+use crate::yaml::{Node, Step, Value, key_text};
 
 crate::rule! {
     /// What it checks: the `resources` of every container: each request and limit is a
@@ -70,7 +70,14 @@ fn valid<'n>(
     let mut out = Vec::new();
     for (k, v) in entries {
         let name = key_text(k);
-        let at = || key(&under(&path.get(), &format!("resources.{list}")), &name);
+        let at = || {
+            let mut at = path.get();
+            at.extend([
+                Step::Key("resources".into()),
+                Step::Key(list.to_string().into()),
+            ]);
+            key(&at, &name)
+        };
         if !is_container_resource(&name) {
             let help = if name.to_ascii_lowercase().contains("gpu") {
                 "GPUs are an extended resource of their device plugin: `nvidia.com/gpu`"

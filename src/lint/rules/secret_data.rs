@@ -56,7 +56,7 @@ impl Rule for SecretData {
                 out.push(Finding {
                     message: format!("{} holds `{name}` in the manifest (`{}`)", doc.label(), secrets::mask(text)),
                     help: Some("create the Secret at deploy time from the environment instead of committing its values".into()),
-                    path: vec![Step::Key(field.into()), Step::Key(name.into_owned())],
+                    path: vec![Step::Key(field.to_string().into()), Step::Key(name.into_owned().into())],
                     span: value.span.clone(),
                 });
             }

@@ -64,7 +64,7 @@ impl Rule for Yaml11Boolean {
 /// What a string at `path` is, when Kubernetes wants a string there.
 fn wants_string(kind: &str, path: &[Step]) -> Option<&'static str> {
     let key = |i: usize| match path.len().checked_sub(i).map(|j| &path[j]) {
-        Some(Step::Key(k)) => Some(k.as_str()),
+        Some(Step::Key(k)) => Some(k.as_ref()),
         _ => None,
     };
     let index = |i: usize| {

@@ -134,7 +134,7 @@ pub struct Checker<'a> {
 
 fn with(mut base: Vec<Step>, step: impl Into<StepArg>) -> Vec<Step> {
     base.push(match step.into() {
-        StepArg::Key(k) => Step::Key(k),
+        StepArg::Key(k) => Step::Key(k.into()),
         StepArg::Index(i) => Step::Index(i),
     });
     base
