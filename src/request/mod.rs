@@ -20,11 +20,13 @@ use std::collections::BTreeMap;
 
 /// `scheme` of `scheme://...`, if the text starts like a URI.
 pub fn scheme(text: &str) -> Option<&str> {
-    let (scheme, _) = text.split_once("://")?;
-    let mut chars = scheme.chars();
-    let ok = chars.next().is_some_and(|c| c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+.-".contains(c));
-    ok.then_some(scheme)
+    // A letter, then letters, digits, `+`, `.` and `-` up to the first other byte, which must
+    // open `://`.
+    let b = text.as_bytes();
+    let end = b.iter().position(|&c| {
+        !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'+' | b'.' | b'-'))
+    })?;
+    (b[0].is_ascii_lowercase() && b[end..].starts_with(b"://")).then(|| &text[..end])
 }
 
 /// The annotation of the Job that keeps the request's `metadata.name` whole.
@@ -624,9 +626,12 @@ impl ActionRequest {
             strings_of(spec.values(), &mut inline);
         }
         texts.extend(inline);
+        // One searcher for every text: building one per text cost more than the searches.
+        static S3: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new("s3://"));
         let mut out = Vec::new();
         for text in texts {
-            for at in memchr::memmem::find_iter(text.as_bytes(), "s3://") {
+            for at in S3.find_iter(text.as_bytes()) {
                 let uri = text[at..]
                     .split(|c: char| c.is_whitespace() || "\"'`;,)]}".contains(c))
                     .next()
@@ -668,6 +673,30 @@ fn strings_of<'a>(values: impl Iterator<Item = &'a serde_json::Value>, out: &mut
             serde_json::Value::Array(items) => strings_of(items.iter(), out),
             serde_json::Value::Object(map) => strings_of(map.values(), out),
             _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_scheme_is_a_letter_then_scheme_characters_before_the_first_separator() {
+        let table: &[(&str, Option<&str>)] = &[
+            ("s3://bucket/key", Some("s3")),
+            ("git+ssh://host/repo", Some("git+ssh")),
+            ("a.b-c://x", Some("a.b-c")),
+            ("https://host/a://b", Some("https")),
+            ("://x", None),
+            ("3s://x", None),
+            ("S3://x", None),
+            ("ab:c://x", None),
+            ("s3:/x", None),
+            ("s3", None),
+            ("/data/s3://x", None),
+            ("", None),
+        ];
+        for (text, expected) in table {
+            assert_eq!(super::scheme(text), *expected, "{text:?}");
         }
     }
 }
