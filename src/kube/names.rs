@@ -48,7 +48,7 @@ pub fn is_dns1035_label(s: &str) -> bool {
 /// DNS-1123 subdomain: dot-separated DNS-1123 label shapes, at most 253 chars in total. Like
 /// Kubernetes' `IsDNS1123Subdomain`, the 63-char limit is not applied to each dot-separated part.
 pub fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= MAX_SUBDOMAIN && s.split('.').all(|part| dns_label_shape(part.as_bytes()))
+    s.len() <= MAX_SUBDOMAIN && s.as_bytes().split(|&b| b == b'.').all(dns_label_shape)
 }
 
 /// Kubernetes label value: empty, or at most 63 chars of `[A-Za-z0-9._-]`, starting and ending
@@ -61,9 +61,10 @@ pub fn is_label_value(s: &str) -> bool {
 /// (<= 253) + `/`, then a name of at most 63 chars `[A-Za-z0-9._-]`, starting and ending
 /// alphanumeric.
 pub fn is_qualified_name(s: &str) -> bool {
-    match s.split_once('/') {
+    match memchr::memchr(b'/', s.as_bytes()) {
         None => is_name_part(s),
-        Some((prefix, name)) => is_dns1123_subdomain(prefix) && is_name_part(name),
+        // `/` is ASCII: both sides are text.
+        Some(i) => is_dns1123_subdomain(&s[..i]) && is_name_part(&s[i + 1..]),
     }
 }
 

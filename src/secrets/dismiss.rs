@@ -177,9 +177,14 @@ fn is_camel_words(v: &str) -> bool {
 /// References to a secret rather than the secret: shell expansions, templates (anywhere in the
 /// value: `cache-{{ checksum }}`), AWS ARNs, paths, URLs (a URL password has its own shape).
 pub fn is_reference(v: &str) -> bool {
-    ["${", "$(", "{{", "<<", "://", "%{", "#{", "%("]
-        .iter()
-        .any(|p| v.contains(p))
+    // Each of these starts with `$`, `{`, `<`, `:`, `%` or `#`: a value without one has none.
+    let marked = v
+        .bytes()
+        .any(|b| matches!(b, b'$' | b'{' | b'<' | b':' | b'%' | b'#'));
+    (marked
+        && ["${", "$(", "{{", "<<", "://", "%{", "#{", "%("]
+            .iter()
+            .any(|p| v.contains(p)))
         || v.starts_with('$')
         || v.starts_with("arn:")
         || ["/", "./", "../", "~/"].iter().any(|p| v.starts_with(p))

@@ -413,20 +413,23 @@ const SECRET_SUFFIXES: [&str; 10] = [
 /// the texts are names and values, and building one costs more than the search.
 pub fn has_secret_hint(text: &str) -> bool {
     let bytes = text.as_bytes();
-    (0..bytes.len()).any(|i| {
-        let at = |h: &[u8]| {
-            bytes
-                .get(i..i + h.len())
-                .is_some_and(|w| w.eq_ignore_ascii_case(h))
-        };
-        match bytes[i] | 0x20 {
+    // Every hint is at least two bytes long, so the last byte starts none.
+    let starts = bytes.len().saturating_sub(1);
+    (0..starts).any(|i| {
+        // Most bytes start no hint: tested before any comparison is made.
+        let first = bytes[i] | 0x20;
+        if !matches!(first, b'k' | b't' | b's' | b'p' | b'c' | b'a') {
+            return false;
+        }
+        let rest = &bytes[i..];
+        let at = |h: &[u8]| rest.len() >= h.len() && rest[..h.len()].eq_ignore_ascii_case(h);
+        match first {
             b'k' => at(b"key"),
             b't' => at(b"token"),
             b's' => at(b"secret") || at(b"session"),
             b'p' => at(b"pass") || at(b"pw") || at(b"psk"),
             b'c' => at(b"cred") || at(b"cookie"),
-            b'a' => at(b"auth"),
-            _ => false,
+            _ => at(b"auth"),
         }
     })
 }
