@@ -756,28 +756,6 @@ impl Node {
         })
     }
 
-    /// [`Node::to_json`], taking the tree apart as it goes: each part is freed once converted,
-    /// so that a large tree and its JSON are never both held whole (a CRD's schema, say).
-    pub fn into_json(self) -> Json {
-        match self.value {
-            Value::Str(s) => Json::String(s),
-            Value::Seq(items) => Json::Array(items.into_iter().map(Node::into_json).collect()),
-            Value::Map(entries) => Json::Object(
-                entries
-                    .into_iter()
-                    .map(|(k, v)| {
-                        let key = match k.value {
-                            Value::Str(s) => s,
-                            _ => key_text(&k).into_owned(),
-                        };
-                        (key, v.into_json())
-                    })
-                    .collect(),
-            ),
-            value => Node { value, ..self }.to_json(),
-        }
-    }
-
     /// The value of a mapping's key.
     pub fn get(&self, key: &str) -> Option<&Node> {
         self.entry(key).map(|(_, v)| v)
@@ -874,6 +852,32 @@ impl serde::Serialize for Node {
                 }
                 map.end()
             }
+        }
+    }
+}
+
+/// A tree serialized as its [`Node::to_json`] is, without building that JSON: keys sorted as
+/// a JSON object sorts them, non-finite floats as strings. `-o json` prints every rendered object through it.
+pub struct SortedJson<'a>(pub &'a Node);
+
+impl serde::Serialize for SortedJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match &self.0.value {
+            Value::Float(f) if !f.is_finite() => s.serialize_str(&f.to_string()),
+            Value::Seq(items) => s.collect_seq(items.iter().map(SortedJson)),
+            Value::Map(entries) => {
+                // Key texts are unique: the parser keeps a duplicate (`1` after `"1"` too) out.
+                let mut sorted: Vec<(std::borrow::Cow<'_, str>, &Node)> =
+                    entries.iter().map(|(k, v)| (key_text(k), v)).collect();
+                sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                let mut map = s.serialize_map(Some(sorted.len()))?;
+                for (k, v) in &sorted {
+                    map.serialize_entry(k, &SortedJson(v))?;
+                }
+                map.end()
+            }
+            _ => self.0.serialize(s),
         }
     }
 }
@@ -1148,5 +1152,36 @@ mod tests {
             one(r#"{"a": [1, "x"]}"#).to_json(),
             serde_json::json!({"a": [1, "x"]})
         );
+    }
+
+    /// `SortedJson` prints what serde_json prints for the tree's `to_json`, byte for byte.
+    #[test]
+    fn sorted_json_is_the_json_of_the_tree() {
+        let text = concat!(
+            "z: 1\n",
+            "a: {}\n",
+            "m: []\n",
+            "1: int key\n",
+            "true: bool key\n",
+            "~: null key\n",
+            "1.5: float key\n",
+            "[x, y]: sequence key\n",
+            "floats: [1.0, 0.1, 1e300, -2.5e-8, .inf, -.inf, .nan, 3]\n",
+            "ints: [0, -1, 9223372036854775807, 0x1f]\n",
+            "strings: [\"q\\\"b\\\\s\", \"ctl \\x01\\t\\n\\r\\b\\f\\x7f\", \"é ✓ \\u2028\", \"\", null, yes, no]\n",
+            "nested: {b: [{c: {}}, [[]]], a: {z: 1, y: [true, false]}}\n",
+            "'Z': upper sorts before lower\n",
+        );
+        let tree = one(text);
+        for node in [
+            &tree,
+            tree.get("nested").unwrap(),
+            tree.get("floats").unwrap(),
+        ] {
+            assert_eq!(
+                serde_json::to_string_pretty(&SortedJson(node)).unwrap(),
+                serde_json::to_string_pretty(&node.to_json()).unwrap()
+            );
+        }
     }
 }

@@ -284,7 +284,7 @@ impl Done {
                     std::mem::take(&mut c.documents)
                         .into_iter()
                         .map(|d| {
-                            serde_json::to_string_pretty(&d.into_json())
+                            serde_json::to_string_pretty(&yaml::SortedJson(&d))
                                 .expect("a JSON value serializes")
                         })
                         .collect(),
