@@ -775,9 +775,13 @@ impl Node {
     /// A mapping's entry (key node and value node).
     pub fn entry(&self, key: &str) -> Option<(&Node, &Node)> {
         match &self.value {
+            // A string key is compared as it is: the lookups of every check and rule go here.
             Value::Map(entries) => entries
                 .iter()
-                .find(|(k, _)| key_text(k) == key)
+                .find(|(k, _)| match &k.value {
+                    Value::Str(s) => s == key,
+                    _ => key_text(k) == key,
+                })
                 .map(|(k, v)| (k, v)),
             _ => None,
         }
