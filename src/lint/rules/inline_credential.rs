@@ -62,7 +62,12 @@ impl Rule for InlineCredential {
         // Argv lists first (`command` + `args` of containers and exec hooks): an option's value
         // is only a credential next to its option.
         let mut flagged: Vec<Vec<Step>> = Vec::new();
+        // Whether any map has an `encryptedData` key: only then is a string's path searched.
+        let mut encrypted = false;
         walk_maps(doc.root, &mut Vec::new(), &mut |path, entries| {
+            encrypted |= entries
+                .iter()
+                .any(|(k, _)| matches!(&k.value, Value::Str(k) if k == "encryptedData"));
             let list = |key: &str| {
                 entries
                     .iter()
@@ -105,7 +110,7 @@ impl Rule for InlineCredential {
                 return;
             }
             // Encrypted data is not secret.
-            if path.iter().any(|s| s.key() == Some("encryptedData")) {
+            if encrypted && path.iter().any(|s| s.key() == Some("encryptedData")) {
                 return;
             }
             // A Secret's `data` and a ConfigMap's `binaryData` are base64: judged decoded, key by
