@@ -619,12 +619,7 @@ fn write_manifests(
             out.write_all(b"{\n  \"apiVersion\": \"v1\",\n  \"items\": [")?;
             for (i, item) in objects.iter().enumerate() {
                 out.write_all(if i == 0 { b"\n    " } else { b",\n    " })?;
-                for (j, line) in item.split('\n').enumerate() {
-                    if j > 0 {
-                        out.write_all(b"\n    ")?;
-                    }
-                    out.write_all(line.as_bytes())?;
-                }
+                out.write_all(item.replace('\n', "\n    ").as_bytes())?;
             }
             if !objects.is_empty() {
                 out.write_all(b"\n  ")?;
