@@ -25,6 +25,35 @@ pub struct Document<'a> {
     pub replicated_job: usize,
     /// The pod spec's path and node, found once: most rules start from it.
     pod: std::cell::OnceCell<Option<(Vec<Step>, &'a Node)>>,
+    /// The pod spec's containers, found once: many rules walk them.
+    containers: std::cell::OnceCell<Vec<(ContainerPath, &'a Node)>>,
+}
+
+/// Every container list of a pod spec; names are unique across all of them.
+pub const CONTAINER_LISTS: &[&str] = &["initContainers", "containers", "ephemeralContainers"];
+
+/// Where a container of a pod spec is; made into a path only when a finding needs one, since
+/// every rule about containers walks every container of every object.
+#[derive(Debug, Clone)]
+pub struct ContainerPath {
+    pod: std::rc::Rc<[Step]>,
+    list: &'static str,
+    index: usize,
+}
+
+impl ContainerPath {
+    /// `<pod spec>.<list>[<index>]`
+    pub fn get(&self) -> Vec<Step> {
+        let mut p = self.pod.to_vec();
+        p.push(Step::Key(self.list.into()));
+        p.push(Step::Index(self.index));
+        p
+    }
+
+    /// The list the container is in: `initContainers`, `containers` or `ephemeralContainers`.
+    pub fn list(&self) -> &'static str {
+        self.list
+    }
 }
 
 impl<'a> Document<'a> {
@@ -51,6 +80,35 @@ impl<'a> Document<'a> {
             })
             .as_ref()
             .map(|(path, node)| (path.as_slice(), *node))
+    }
+
+    /// Every container of the pod spec (init, main and ephemeral), with where it is.
+    pub fn containers(&self) -> &[(ContainerPath, &'a Node)] {
+        self.containers.get_or_init(|| {
+            let Some((pod, spec)) = self.pod_spec() else {
+                return Vec::new();
+            };
+            let pod: std::rc::Rc<[Step]> = pod.into();
+            let mut out = Vec::new();
+            for &list in CONTAINER_LISTS {
+                let Some(Node {
+                    value: Value::Seq(items),
+                    ..
+                }) = spec.get(list)
+                else {
+                    continue;
+                };
+                for (index, container) in items.iter().enumerate() {
+                    let at = ContainerPath {
+                        pod: pod.clone(),
+                        list,
+                        index,
+                    };
+                    out.push((at, container));
+                }
+            }
+            out
+        })
     }
 
     /// The path of the pod spec of a Pod, or of the template of a Job, Deployment,
@@ -120,6 +178,7 @@ impl<'a> Document<'a> {
         Document {
             replicated_job: i,
             pod: std::cell::OnceCell::new(),
+            containers: std::cell::OnceCell::new(),
             ..*self
         }
     }
@@ -149,6 +208,7 @@ impl<'a> Document<'a> {
             pod_security: None,
             replicated_job: 0,
             pod: std::cell::OnceCell::new(),
+            containers: std::cell::OnceCell::new(),
         })
     }
 }

@@ -9,14 +9,12 @@
 use crate::lint::{Document, Finding, Findings, steps};
 use crate::yaml::{Node, Step, Value};
 use std::collections::HashMap;
-use std::rc::Rc;
 
 pub use crate::kube::names::{
     DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, PORT_NAME,
 };
 
-/// Every container list of a pod spec; names are unique across all of them.
-pub const CONTAINER_LISTS: &[&str] = &["initContainers", "containers", "ephemeralContainers"];
+pub use crate::kube::document::CONTAINER_LISTS;
 
 /// A string scalar.
 pub fn text(node: &Node) -> Option<&str> {
@@ -115,54 +113,12 @@ pub fn metadatas<'a>(doc: &Document<'a>) -> Vec<(Vec<Step>, &'a Node)> {
         .collect()
 }
 
-/// Where a container of a pod spec is; made into a path only when a finding needs one, since
-/// every rule about containers walks every container of every object.
-#[derive(Debug, Clone)]
-pub struct ContainerPath {
-    pod: Rc<[Step]>,
-    list: &'static str,
-    index: usize,
-}
+pub use crate::kube::document::ContainerPath;
 
-impl ContainerPath {
-    /// `<pod spec>.<list>[<index>]`
-    pub fn get(&self) -> Vec<Step> {
-        let mut p = self.pod.to_vec();
-        p.push(Step::Key(self.list.into()));
-        p.push(Step::Index(self.index));
-        p
-    }
-
-    /// The list the container is in: `initContainers`, `containers` or `ephemeralContainers`.
-    pub fn list(&self) -> &'static str {
-        self.list
-    }
-}
-
-/// Every container of the pod spec (init, main and ephemeral), with where it is.
-pub fn all_containers<'a>(doc: &Document<'a>) -> Vec<(ContainerPath, &'a Node)> {
-    let Some((pod, spec)) = doc.pod_spec() else {
-        return Vec::new();
-    };
-    let pod: Rc<[Step]> = pod.into();
-    let mut out = Vec::new();
-    for &list in CONTAINER_LISTS {
-        for (index, container) in spec
-            .get(list)
-            .map(items)
-            .unwrap_or_default()
-            .iter()
-            .enumerate()
-        {
-            let at = ContainerPath {
-                pod: pod.clone(),
-                list,
-                index,
-            };
-            out.push((at, container));
-        }
-    }
-    out
+/// Every container of the pod spec (init, main and ephemeral), with where it is: found once
+/// per document, for the many rules that walk them.
+pub fn all_containers<'d, 'a>(doc: &'d Document<'a>) -> &'d [(ContainerPath, &'a Node)] {
+    doc.containers()
 }
 
 /// A scalar as written, for messages: shortened to `max` characters, control characters

@@ -1,6 +1,7 @@
 //! What rules share about pod specs and Jobs: the containers of a pod spec with their paths,
 //! their env values, a Job's spec and whether it is Indexed.
 
+use crate::lint::api::ContainerPath;
 use crate::lint::{Document, steps};
 use crate::yaml::{Node, Step, Value};
 
@@ -8,32 +9,15 @@ use crate::yaml::{Node, Step, Value};
 pub const ALL_CONTAINERS: &[&str] = &["initContainers", "containers"];
 
 /// The containers of the lists `lists` of a document's pod spec (Pod, or a controller's pod
-/// template), with their paths.
-pub fn containers<'a>(doc: &Document<'a>, lists: &[&'static str]) -> Vec<(Vec<Step>, &'a Node)> {
-    let Some(spec) = doc.pod_spec_path() else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for list in lists {
-        let mut path = spec.to_vec();
-        path.push(Step::Key((*list).into()));
-        let Some((
-            _,
-            Node {
-                value: Value::Seq(items),
-                ..
-            },
-        )) = doc.root.lookup(&path)
-        else {
-            continue;
-        };
-        for (i, item) in items.iter().enumerate() {
-            let mut at = path.clone();
-            at.push(Step::Index(i));
-            out.push((at, item));
-        }
-    }
-    out
+/// template), with where they are, in the pod spec's order of lists.
+pub fn containers<'d, 'a>(
+    doc: &'d Document<'a>,
+    lists: &'d [&'static str],
+) -> impl Iterator<Item = (&'d ContainerPath, &'a Node)> + 'd {
+    doc.containers()
+        .iter()
+        .filter(move |(at, _)| lists.contains(&at.list()))
+        .map(|(at, container)| (at, *container))
 }
 
 /// A container's `name`, for messages.
@@ -98,7 +82,7 @@ pub fn env_values<'a>(doc: &Document<'a>) -> Vec<EnvValue<'a>> {
             else {
                 continue;
             };
-            let mut at = path.clone();
+            let mut at = path.get();
             at.extend([
                 Step::Key("env".into()),
                 Step::Index(j),

@@ -43,7 +43,7 @@ impl Rule for GpuLimit {
                 if !is_extended(&resource) {
                     continue;
                 }
-                let mut at = path.clone();
+                let mut at = path.get();
                 at.extend(
                     ["resources", "requests", resource.as_ref()]
                         .map(|k| Step::Key(k.to_string().into())),

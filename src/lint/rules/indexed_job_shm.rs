@@ -52,7 +52,7 @@ impl Rule for IndexedJobShm {
             _ => &[],
         };
         let job = format!("{} ({completions} completions)", doc.label());
-        for (mut path, container) in containers(doc, &["containers"]) {
+        for (at, container) in containers(doc, &["containers"]) {
             if !uses_gpu(container) {
                 continue;
             }
@@ -80,7 +80,7 @@ impl Rule for IndexedJobShm {
                     ),
                     help: Some(HELP.into()),
                     span: container.get("name").unwrap_or(container).span.clone(),
-                    path: [path, steps("name")].concat(),
+                    path: [at.get(), steps("name")].concat(),
                 });
                 continue;
             };
@@ -111,8 +111,12 @@ impl Rule for IndexedJobShm {
                 }
                 Some((None, _)) => "it is not a memory-backed emptyDir".to_string(),
             };
-            path.extend([Step::Key("volumeMounts".into()), Step::Index(i)]);
-            path.push(Step::Key("mountPath".into()));
+            let mut path = at.get();
+            path.extend([
+                Step::Key("volumeMounts".into()),
+                Step::Index(i),
+                Step::Key("mountPath".into()),
+            ]);
             out.push(Finding {
                 message: format!(
                     "container `{name}` of Indexed {job} mounts volume `{volume_name}` at `/dev/shm`: {found}"

@@ -78,7 +78,7 @@ fn pod_failure_policy_rules(report: &mut Report, doc: &Document, path: &[Step], 
         return;
     };
     let names: Vec<&str> = all_containers(doc)
-        .into_iter()
+        .iter()
         .filter(|(p, _)| p.list() != "ephemeralContainers")
         .filter_map(|(_, c)| c.get("name").and_then(text))
         .collect();

@@ -154,7 +154,7 @@ impl Rule for PodSecurityStandards {
                 "",
             );
         }
-        for (path, c) in &containers {
+        for (path, c) in containers {
             let name = container_name(c);
             let sc = sc_of(c);
             let sc_path = || key(&path.get(), "securityContext");
@@ -430,7 +430,7 @@ impl Rule for PodSecurityStandards {
         }
         let pod_non_root = flag(pod_sc, "runAsNonRoot");
         let pod_seccomp = text_at_opt(pod_sc, &["seccompProfile", "type"]);
-        for (path, c) in &containers {
+        for (path, c) in containers {
             let name = container_name(c);
             let sc = sc_of(c);
             let sc_path = || key(&path.get(), "securityContext");

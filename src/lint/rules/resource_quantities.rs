@@ -150,8 +150,8 @@ impl Rule for ResourceQuantities {
                     "request (or limit) the memory the container uses besides its huge pages",
                 );
             }
-            let limits = valid(&mut report, &path, "limits", limits);
-            let requests = valid(&mut report, &path, "requests", requests);
+            let limits = valid(&mut report, path, "limits", limits);
+            let requests = valid(&mut report, path, "requests", requests);
             for (name, node, request) in requests {
                 let limit = limits.iter().find(|(n, ..)| *n == name);
                 // Extended resources (request equal to the limit) are `gpu-limit`'s (TK301).

@@ -30,7 +30,7 @@ crate::rule! {
 
 impl Rule for UnpinnedImage {
     fn check(&self, doc: &Document, out: &mut Findings) {
-        for (mut path, container) in containers(doc, ALL_CONTAINERS) {
+        for (at, container) in containers(doc, ALL_CONTAINERS) {
             let Some(node) = container.get("image") else {
                 continue;
             };
@@ -40,6 +40,7 @@ impl Rule for UnpinnedImage {
             let Some(problem) = unpinned(image) else {
                 continue;
             };
+            let mut path = at.get();
             path.push(Step::Key("image".into()));
             out.push(Finding {
                 message: format!(
