@@ -446,18 +446,12 @@ impl Reader<'_> {
             }
             c if !plain_key_start(c) => None,
             _ => {
-                let mut i = at;
-                while i < b.len() && b[i] != b'\n' {
-                    if b[i] == b':' && matches!(b.get(i + 1), None | Some(b' ' | b'\n')) {
-                        // `a #b: c` is `a` and a comment; a blank before `:` is left out.
-                        return (b[i - 1] != b' ').then_some(i);
-                    }
-                    if !plain_key_char(b[i]) {
-                        return None;
-                    }
-                    i += 1;
-                }
-                None
+                // A run of key characters, then `:` and a blank or the line's end (`a #b: c`
+                // and `a b: c` are no key lines: a blank is no key character).
+                let run = b[at..].iter().position(|&c| !KEY_CHARS[usize::from(c)]);
+                let i = at + run.unwrap_or(b.len() - at);
+                (b.get(i) == Some(&b':') && matches!(b.get(i + 1), None | Some(b' ' | b'\n')))
+                    .then_some(i)
             }
         }
     }
@@ -703,9 +697,20 @@ fn plain_key_start(c: u8) -> bool {
 }
 
 /// A character of a plain key, in the subset.
-fn plain_key_char(c: u8) -> bool {
+const fn plain_key_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'/' | b'-')
 }
+
+/// [`plain_key_char`] by byte: every line of a block mapping is scanned with it.
+static KEY_CHARS: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        table[c] = plain_key_char(c as u8);
+        c += 1;
+    }
+    table
+};
 
 /// A plain value's first character: not an indicator (a `-` only before a non-blank).
 fn plain_value_start(c: u8, next: Option<u8>) -> bool {
@@ -750,7 +755,11 @@ fn flow_word_char(c: u8) -> bool {
 fn printable(text: &str) -> bool {
     // One pass over the bytes for the common case (printable ASCII); only text with another
     // byte is read as characters.
-    if text.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+    // Without an early exit, so that the test runs on many bytes at once.
+    if text
+        .bytes()
+        .fold(true, |all, b| all & (b' '..=b'~').contains(&b))
+    {
         return true;
     }
     if text.is_ascii() {
