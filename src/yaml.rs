@@ -691,7 +691,17 @@ impl At<'_> {
 
 /// A path written with dots (`spec.template.spec`): keys only.
 pub fn dotted(path: &'static str) -> Vec<Step> {
-    path.split('.').map(|k| Step::Key(k.into())).collect()
+    // Split by bytes: the checks and rules make tens of these per object.
+    let mut steps = Vec::with_capacity(path.len() / 4 + 1);
+    let mut start = 0;
+    for (i, b) in path.bytes().enumerate() {
+        if b == b'.' {
+            steps.push(Step::Key(path[start..i].into()));
+            start = i + 1;
+        }
+    }
+    steps.push(Step::Key(path[start..].into()));
+    steps
 }
 
 /// A borrowed path as an owned one.
@@ -1156,6 +1166,14 @@ mod tests {
             one(r#"{"a": [1, "x"]}"#).to_json(),
             serde_json::json!({"a": [1, "x"]})
         );
+    }
+
+    #[test]
+    fn a_dotted_path_is_its_keys() {
+        for path in ["spec.template.spec", "metadata", "", "a..b", ".a."] {
+            let split: Vec<Step> = path.split('.').map(|k| Step::Key(k.into())).collect();
+            assert_eq!(dotted(path), split, "{path:?}");
+        }
     }
 
     /// `SortedJson` prints what serde_json prints for the tree's `to_json`, byte for byte.
