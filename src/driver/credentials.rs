@@ -210,12 +210,22 @@ fn secret_refs<'a>(node: &'a Node, out: &mut std::collections::BTreeSet<&'a str>
                 {
                     out.extend(items.iter().filter_map(|s| s.get("name").and_then(text)));
                 }
-                secret_refs(v, out);
+                if is_collection(v) {
+                    secret_refs(v, out);
+                }
             }
         }
-        YamlValue::Seq(items) => items.iter().for_each(|v| secret_refs(v, out)),
+        YamlValue::Seq(items) => items
+            .iter()
+            .filter(|v| is_collection(v))
+            .for_each(|v| secret_refs(v, out)),
         _ => {}
     }
+}
+
+/// A mapping or a sequence: what [`secret_refs`] looks into (most nodes are scalars).
+fn is_collection(node: &Node) -> bool {
+    matches!(node.value, YamlValue::Map(_) | YamlValue::Seq(_))
 }
 
 /// What `render` says on stderr of the [`needed_secrets`] in `namespace`, line by line: each
