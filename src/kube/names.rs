@@ -48,7 +48,21 @@ pub fn is_dns1035_label(s: &str) -> bool {
 /// DNS-1123 subdomain: dot-separated DNS-1123 label shapes, at most 253 chars in total. Like
 /// Kubernetes' `IsDNS1123Subdomain`, the 63-char limit is not applied to each dot-separated part.
 pub fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= MAX_SUBDOMAIN && s.as_bytes().split(|&b| b == b'.').all(dns_label_shape)
+    // One pass: a part starts after the start or a dot, and a dot or the end needs a letter
+    // or digit before it.
+    let mut prev = b'.';
+    s.len() <= MAX_SUBDOMAIN
+        && s.bytes().all(|c| {
+            let ok = match c {
+                b'a'..=b'z' | b'0'..=b'9' => true,
+                b'-' => prev != b'.',
+                b'.' => is_lower_alnum(prev),
+                _ => false,
+            };
+            prev = c;
+            ok
+        })
+        && is_lower_alnum(prev)
 }
 
 /// Kubernetes label value: empty, or at most 63 chars of `[A-Za-z0-9._-]`, starting and ending
@@ -104,6 +118,28 @@ pub fn is_path_segment_name(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one-pass subdomain test answers as the part-by-part definition does.
+    #[test]
+    fn a_subdomain_is_its_parts() {
+        let by_parts = |s: &str| {
+            s.len() <= MAX_SUBDOMAIN && s.as_bytes().split(|&b| b == b'.').all(dns_label_shape)
+        };
+        let alphabet = ["a", "z", "0", "-", ".", "A", "_"];
+        let mut texts = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = texts
+                .iter()
+                .flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}")))
+                .collect();
+            texts.extend(longer);
+        }
+        texts.push("a".repeat(253));
+        texts.push("a".repeat(254));
+        for text in &texts {
+            assert_eq!(is_dns1123_subdomain(text), by_parts(text), "{text:?}");
+        }
+    }
 
     fn check(f: fn(&str) -> bool, good: &[&str], bad: &[&str]) {
         good.iter()
