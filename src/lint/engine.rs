@@ -11,6 +11,7 @@ use crate::diag::{Diagnostic, Severity};
 use crate::kube::pod_security::{self, Level, PodSecurity};
 use crate::source::{Source, Span};
 use crate::yaml::{self, Node, Step, Value};
+use memchr::memmem;
 
 /// Lint every document of one source, one document at a time. `Err` when the text is not YAML.
 pub fn lint(source: &Source, selection: &Selection) -> Result<Vec<Reported>, yaml::SyntaxError> {
@@ -73,12 +74,24 @@ fn lint_stream(
     Ok(pass.finish(&stream))
 }
 
+/// The words whose absence from a stream spares a second parse of it (one per rendered request
+/// in a render): searched with a vector searcher built once, not a two-way search per stream.
+static ENFORCE: Word = Word::new(|| memmem::Finder::new(pod_security::ENFORCE));
+static CRD: Word = Word::new(|| memmem::Finder::new("CustomResourceDefinition"));
+static POLICY_BINDING: Word = Word::new(|| memmem::Finder::new("ValidatingAdmissionPolicyBinding"));
+
+type Word = std::sync::LazyLock<memmem::Finder<'static>>;
+
+fn holds(text: &str, word: &memmem::Finder) -> bool {
+    word.find(text.as_bytes()).is_some()
+}
+
 /// The Pod Security levels the Namespaces of a source enforce (`pod-security.kubernetes.io/
 /// enforce` and `enforce-version` labels), wherever they stand in it. A label that does not
 /// read is the API server's business (it refuses the Namespace): not taken.
 fn enforced(source: &Source) -> std::collections::HashMap<String, PodSecurity> {
     let mut found = std::collections::HashMap::new();
-    if !source.text().contains(pod_security::ENFORCE) {
+    if !holds(source.text(), &ENFORCE) {
         return found;
     }
     let _ = yaml::parse_each(source, yaml::Limits::default(), &mut |node, _| {
@@ -108,7 +121,7 @@ fn enforced(source: &Source) -> std::collections::HashMap<String, PodSecurity> {
 
 /// The CRDs a source holds (none unless its text names the kind), wherever they stand in it.
 fn stream_crds(source: &Source) -> Option<crate::crd::Catalogue> {
-    if !source.text().contains("CustomResourceDefinition") {
+    if !holds(source.text(), &CRD) {
         return None;
     }
     let mut crds = Vec::new();
@@ -202,12 +215,7 @@ impl<'s> Pass<'s> {
             .rules
             .iter()
             .any(|r| r.meta().code == rules::AdmissionPolicy::META.code);
-        if self.admission_checked
-            && self
-                .source
-                .text()
-                .contains("ValidatingAdmissionPolicyBinding")
-        {
+        if self.admission_checked && holds(self.source.text(), &POLICY_BINDING) {
             let mut documents = Vec::new();
             let _ = yaml::parse_each(self.source, yaml::Limits::default(), &mut |node, _| {
                 documents.push(node)
