@@ -110,14 +110,13 @@ impl Templates {
         );
         // `.yaml.j2`: every value is a JSON scalar (or flow collection).
         env.set_formatter(|out, state, value| match state.auto_escape() {
-            AutoEscape::Json if value.downcast_object_ref::<Block>().is_some() => {
-                let block = value.downcast_object_ref::<Block>().map(|b| b.0.as_str());
-                out.write_str(block.unwrap_or_default())?;
-                Ok(())
-            }
             // A string (most values) is escaped straight into the output.
             AutoEscape::Json if value.kind() == ValueKind::String => {
                 write_escaped(out, value.as_str().unwrap_or_default())?;
+                Ok(())
+            }
+            AutoEscape::Json if let Some(block) = value.downcast_object_ref::<Block>() => {
+                out.write_str(&block.0)?;
                 Ok(())
             }
             AutoEscape::Json => {
