@@ -14,7 +14,7 @@ pub use crate::kube::names::{
     DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, PORT_NAME,
 };
 
-pub use crate::kube::document::CONTAINER_LISTS;
+pub use crate::kube::document::{CONTAINER_LISTS, ContainerPath};
 
 /// A string scalar.
 pub fn text(node: &Node) -> Option<&str> {
@@ -112,8 +112,6 @@ pub fn metadatas<'a>(doc: &Document<'a>) -> Vec<(Vec<Step>, &'a Node)> {
         })
         .collect()
 }
-
-pub use crate::kube::document::ContainerPath;
 
 /// Every container of the pod spec (init, main and ephemeral), with where it is: found once
 /// per document, for the many rules that walk them.
