@@ -871,7 +871,8 @@ impl serde::Serialize for Node {
 }
 
 /// A tree serialized as its [`Node::to_json`] is, without building that JSON: keys sorted as
-/// a JSON object sorts them, non-finite floats as strings. `-o json` prints every rendered object through it.
+/// a JSON object sorts them, non-finite floats as strings. `-o json` prints every rendered
+/// object through it.
 pub struct SortedJson<'a>(pub &'a Node);
 
 impl serde::Serialize for SortedJson<'_> {
