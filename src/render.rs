@@ -508,9 +508,8 @@ fn write_str(out: &mut String, s: &str) {
 
 /// `s` quoted and escaped as [`yaml_json`] writes strings.
 fn write_escaped(out: &mut impl std::fmt::Write, s: &str) -> std::fmt::Result {
-    // Without an early exit, so that the test runs on many bytes at once.
-    let plain = s.bytes().fold(true, |all, b| {
-        all & (0x20..0x7f).contains(&b) & (b != b'"') & (b != b'\\')
+    let plain = crate::source::every_byte(s, |b| {
+        (0x20..0x7f).contains(&b) & (b != b'"') & (b != b'\\')
     });
     // Most values are short and need no escape: quoted on the stack, they take one write (each
     // write to a template's output is several calls deep).

@@ -89,11 +89,9 @@ impl Source {
         };
         let source = Source::new(name, text);
         // Printable ASCII, tabs and line breaks (nearly every file) need no character scan.
-        // Without an early exit, so that the test runs on many bytes at once.
-        let ascii = |all: bool, &b: &u8| {
-            all & ((b' '..=b'~').contains(&b) | (b == b'\t') | (b == b'\n') | (b == b'\r'))
-        };
-        if source.text.as_bytes().iter().fold(true, ascii) {
+        if every_byte(source.text(), |b| {
+            (b' '..=b'~').contains(&b) | (b == b'\t') | (b == b'\n') | (b == b'\r')
+        }) {
             return Ok(source);
         }
         if let Some((offset, c)) = source.text.char_indices().find(|&(_, c)| !printable(c)) {
@@ -163,6 +161,14 @@ impl Source {
             .map_or(0, |s| s.chars().count());
         (line, col + 1)
     }
+}
+
+/// Whether `ok` holds for every byte of `text`, tested without an early exit: the compiler
+/// then tests many bytes at once, which is what the short strings of a manifest need (a value,
+/// a key, a line). Every "is it all plain ASCII" test of the hot paths goes through it.
+#[inline]
+pub(crate) fn every_byte(text: &str, ok: impl Fn(u8) -> bool) -> bool {
+    text.bytes().fold(true, |all, b| all & ok(b))
 }
 
 /// YAML 1.2's `c-printable` (a BOM is printable too).

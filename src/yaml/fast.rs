@@ -755,11 +755,7 @@ fn flow_word_char(c: u8) -> bool {
 fn printable(text: &str) -> bool {
     // One pass over the bytes for the common case (printable ASCII); only text with another
     // byte is read as characters.
-    // Without an early exit, so that the test runs on many bytes at once.
-    if text
-        .bytes()
-        .fold(true, |all, b| all & (b' '..=b'~').contains(&b))
-    {
+    if crate::source::every_byte(text, |b| (b' '..=b'~').contains(&b)) {
         return true;
     }
     if text.is_ascii() {
