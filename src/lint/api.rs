@@ -113,12 +113,6 @@ pub fn metadatas<'a>(doc: &Document<'a>) -> Vec<(Vec<Step>, &'a Node)> {
         .collect()
 }
 
-/// Every container of the pod spec (init, main and ephemeral), with where it is: found once
-/// per document, for the many rules that walk them.
-pub fn all_containers<'d, 'a>(doc: &'d Document<'a>) -> &'d [(ContainerPath, &'a Node)] {
-    doc.containers()
-}
-
 /// A scalar as written, for messages: shortened to `max` characters, control characters
 /// escaped, and credential-shaped runs masked (a label value may hold a token by mistake).
 pub fn shown(node: &Node, max: usize) -> String {

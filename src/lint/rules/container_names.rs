@@ -1,4 +1,4 @@
-use crate::lint::api::{DNS1123_LABEL, Report, all_containers, key, shown, text};
+use crate::lint::api::{DNS1123_LABEL, Report, key, shown, text};
 use crate::lint::{Document, Findings, Rule};
 use std::collections::HashMap;
 
@@ -28,7 +28,7 @@ crate::rule! {
 impl Rule for ContainerNames {
     fn check(&self, doc: &Document, out: &mut Findings) {
         let mut report = Report::new(doc, out);
-        let containers = all_containers(doc);
+        let containers = doc.containers();
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for (i, (path, container)) in containers.iter().enumerate() {
             let container = *container;

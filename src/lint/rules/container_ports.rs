@@ -1,5 +1,5 @@
 use crate::kube::names::is_port_name;
-use crate::lint::api::{PORT_NAME, Report, all_containers, index, int, items, key, shown, text};
+use crate::lint::api::{PORT_NAME, Report, index, int, items, key, shown, text};
 use crate::lint::{Document, Findings, Rule};
 use std::collections::HashSet;
 
@@ -45,7 +45,7 @@ impl Rule for ContainerPorts {
             .pod_spec()
             .and_then(|(_, spec)| spec.get("hostNetwork"))
             .is_some_and(|n| matches!(n.value, crate::yaml::Value::Bool(true)));
-        for (path, container) in all_containers(doc) {
+        for (path, container) in doc.containers() {
             let Some(ports) = container.get("ports") else {
                 continue;
             };

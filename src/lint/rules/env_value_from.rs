@@ -1,4 +1,4 @@
-use crate::lint::api::{Report, all_containers, index, items, key, shown, text};
+use crate::lint::api::{Report, index, items, key, shown, text};
 use crate::lint::{Document, Findings, Rule};
 use crate::yaml::Value;
 
@@ -83,7 +83,7 @@ fn is_exposed(resource: &str) -> bool {
 impl Rule for EnvValueFrom {
     fn check(&self, doc: &Document, out: &mut Findings) {
         let mut report = Report::new(doc, out);
-        for (path, container) in all_containers(doc) {
+        for (path, container) in doc.containers() {
             for from in container.get("envFrom").map(items).unwrap_or_default() {
                 let named = ["configMapRef", "secretRef"]
                     .iter()

@@ -1,6 +1,6 @@
 use crate::kube::KubeVersion;
 use crate::kube::names::{is_env_name, is_relaxed_env_name};
-use crate::lint::api::{Report, all_containers, index, items, key, shown, text};
+use crate::lint::api::{Report, index, items, key, shown, text};
 use crate::lint::{Document, Findings, Rule};
 
 /// The first version whose API server accepts relaxed names by default.
@@ -36,7 +36,7 @@ crate::rule! {
 impl Rule for EnvVarName {
     fn check(&self, doc: &Document, out: &mut Findings) {
         let mut report = Report::new(doc, out);
-        for (path, container) in all_containers(doc) {
+        for (path, container) in doc.containers() {
             let Some(env) = container.get("env") else {
                 continue;
             };

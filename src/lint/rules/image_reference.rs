@@ -1,5 +1,5 @@
 use crate::kube::image::problem;
-use crate::lint::api::{Report, all_containers, key, shown, text};
+use crate::lint::api::{Report, key, shown, text};
 use crate::lint::pods::container_name;
 use crate::lint::{Document, Findings, Rule};
 
@@ -34,7 +34,7 @@ crate::rule! {
 impl Rule for ImageReference {
     fn check(&self, doc: &Document, out: &mut Findings) {
         let mut report = Report::new(doc, out);
-        for (path, container) in all_containers(doc) {
+        for (path, container) in doc.containers() {
             let image = container.get("image");
             if !matches!(container.value, crate::yaml::Value::Map(_)) {
                 continue; // the strict schema says what it should be

@@ -1,6 +1,4 @@
-use crate::lint::api::{
-    Report, Selector, all_containers, index, int, items, key, labels_of, shown, text,
-};
+use crate::lint::api::{Report, Selector, index, int, items, key, labels_of, shown, text};
 use crate::lint::pods::{is_indexed, job_spec};
 use crate::lint::{Document, Findings, Rule};
 use crate::yaml::{Node, Step, Value};
@@ -77,7 +75,8 @@ fn pod_failure_policy_rules(report: &mut Report, doc: &Document, path: &[Step], 
     let Some(rules) = spec.get("podFailurePolicy").and_then(|p| p.get("rules")) else {
         return;
     };
-    let names: Vec<&str> = all_containers(doc)
+    let names: Vec<&str> = doc
+        .containers()
         .iter()
         .filter(|(p, _)| p.list() != "ephemeralContainers")
         .filter_map(|(_, c)| c.get("name").and_then(text))

@@ -1,4 +1,4 @@
-use crate::lint::api::{Report, all_containers, index, items, key, text};
+use crate::lint::api::{Report, index, items, key, text};
 use crate::lint::pods::container_name;
 use crate::lint::{Document, Findings, Rule};
 use crate::yaml::{Node, Step};
@@ -30,7 +30,7 @@ crate::rule! {
 impl Rule for NulByte {
     fn check(&self, doc: &Document, out: &mut Findings) {
         let mut report = Report::new(doc, out);
-        for (path, container) in all_containers(doc) {
+        for (path, container) in doc.containers() {
             let name = container_name(container);
             // The path and the words for the message are built only for a finding.
             let mut check = |node: &Node, place: &dyn Fn() -> (Vec<Step>, String)| {

@@ -1,6 +1,6 @@
 use crate::kube::KubeVersion;
 use crate::kube::pod_security::Level;
-use crate::lint::api::{Report, all_containers, index, items, key, text};
+use crate::lint::api::{Report, index, items, key, text};
 use crate::lint::pods::container_name;
 use crate::lint::{Document, Findings, Rule};
 use crate::yaml::{Node, Step, Value};
@@ -126,7 +126,7 @@ impl Rule for PodSecurityStandards {
         };
         let pod_sc = spec.get("securityContext");
         let pod_sc_path = || key(pod, "securityContext");
-        let containers = all_containers(doc);
+        let containers = doc.containers();
         fn sc_of(c: &Node) -> Option<&Node> {
             c.get("securityContext")
         }

@@ -1,5 +1,5 @@
 use crate::kube::names::is_port_name;
-use crate::lint::api::{Report, all_containers, int, key, shown, text};
+use crate::lint::api::{Report, int, key, shown, text};
 use crate::lint::{Document, Findings, Rule};
 use crate::yaml::{Node, Step, Value};
 
@@ -42,7 +42,7 @@ const COUNTS: &[&str] = &[
 impl Rule for Probes {
     fn check(&self, doc: &Document, out: &mut Findings) {
         let mut report = Report::new(doc, out);
-        for (path, container) in all_containers(doc) {
+        for (path, container) in doc.containers() {
             let at = path.get();
             let sidecar = container.get("restartPolicy").and_then(text) == Some("Always");
             for &name in PROBES {

@@ -1,5 +1,5 @@
 use crate::kube::quantity;
-use crate::lint::api::{ContainerPath, Report, all_containers, entries, key, shown, under};
+use crate::lint::api::{ContainerPath, Report, entries, key, shown, under};
 use crate::lint::{Document, Findings, Rule};
 use crate::yaml::{Node, Step, Value, key_text};
 
@@ -128,7 +128,7 @@ fn valid<'n>(
 impl Rule for ResourceQuantities {
     fn check(&self, doc: &Document, out: &mut Findings) {
         let mut report = Report::new(doc, out);
-        for (path, container) in all_containers(doc) {
+        for (path, container) in doc.containers() {
             let Some(resources) = container.get("resources") else {
                 continue;
             };

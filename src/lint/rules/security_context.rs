@@ -1,4 +1,4 @@
-use crate::lint::api::{Report, all_containers, index, int, items, key, shown, text};
+use crate::lint::api::{Report, index, int, items, key, shown, text};
 use crate::lint::{Document, Findings, Rule};
 use crate::yaml::{Node, Step, Value};
 
@@ -60,7 +60,7 @@ impl Rule for SecurityContext {
                 }
             }
         }
-        for (path, container) in all_containers(doc) {
+        for (path, container) in doc.containers() {
             let Some(sc) = container.get("securityContext") else {
                 continue;
             };

@@ -1,4 +1,4 @@
-use crate::lint::api::{DNS1123_LABEL, Report, all_containers, index, items, key, shown, text};
+use crate::lint::api::{DNS1123_LABEL, Report, index, items, key, shown, text};
 use crate::lint::{Document, Findings, Rule};
 use crate::yaml::{Node, Step, key_text};
 use std::collections::{HashMap, HashSet};
@@ -84,7 +84,7 @@ impl Rule for Volumes {
             one_source(&mut report, &at, volume);
             source_fields(&mut report, &at, volume, doc.source);
         }
-        for (path, container) in all_containers(doc) {
+        for (path, container) in doc.containers() {
             let mut paths = HashSet::new();
             for (i, mount) in container
                 .get("volumeMounts")
