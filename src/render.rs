@@ -453,6 +453,12 @@ fn write_value(out: &mut String, value: &Value) -> Result<(), minijinja::Error> 
             }
             out.push('}');
         }
+        // Integers and booleans (most of the rest) read the same in JSON as in Rust.
+        ValueKind::Bool => out.push_str(if value.is_true() { "true" } else { "false" }),
+        ValueKind::Number if value.is_integer() => {
+            use std::fmt::Write;
+            let _ = write!(out, "{value}");
+        }
         _ => {
             let json = serde_json::to_value(value).map_err(|e| {
                 minijinja::Error::new(minijinja::ErrorKind::BadSerialization, e.to_string())
@@ -602,6 +608,28 @@ mod tests {
                 .remove(0);
             assert_eq!(doc.to_json(), serde_json::json!({ "key": s }), "{text}");
             assert!(!text.contains('\u{2028}') && !text.contains('\u{85}'));
+        }
+    }
+
+    #[test]
+    fn scalars_are_written_as_json_writes_them() {
+        let scalars = [
+            Value::from(0),
+            Value::from(-7_i64),
+            Value::from(i64::MIN),
+            Value::from(u64::MAX),
+            Value::from(i128::MIN),
+            Value::from(u128::MAX),
+            Value::from(true),
+            Value::from(false),
+            Value::from(2.0),
+            Value::from(1.5e300),
+            Value::from(()),
+        ];
+        for v in scalars {
+            let mut text = String::new();
+            write_value(&mut text, &v).unwrap();
+            assert_eq!(text, serde_json::to_string(&v).unwrap(), "{v:?}");
         }
     }
 
