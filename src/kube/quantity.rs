@@ -62,10 +62,12 @@ fn parts(text: &str) -> Option<Parts<'_>> {
 /// The value of a quantity in base units (bytes, cores), or `None` if it is not a quantity.
 pub fn parse(text: &str) -> Option<f64> {
     let p = parts(text)?;
-    let number: f64 = format!("{}.{}", p.int, p.frac)
-        .trim_end_matches('.')
-        .parse()
-        .ok()?;
+    // Most quantities are whole (`16`, `64Gi`): their digits are the number as written.
+    let number: f64 = if p.frac.is_empty() {
+        p.int.parse().ok()?
+    } else {
+        format!("{}.{}", p.int, p.frac).parse().ok()?
+    };
     let value = number * 2f64.powi(p.binary as i32) * 10f64.powi(p.decimal);
     Some(if p.negative { -value } else { value })
 }
@@ -85,7 +87,13 @@ pub fn nano(text: &str) -> Option<i128> {
 /// The value times `10^places`, rounded up.
 fn scaled(text: &str, places: i32) -> Option<i128> {
     let p = parts(text)?;
-    let digits = format!("{}{}", p.int, p.frac);
+    let joined;
+    let digits = if p.frac.is_empty() {
+        p.int
+    } else {
+        joined = format!("{}{}", p.int, p.frac);
+        &joined
+    };
     let digits = digits.trim_start_matches('0');
     if digits.len() > 30 {
         return None;
@@ -126,6 +134,9 @@ mod tests {
         assert_eq!(parse(".5"), Some(0.5));
         assert_eq!(parse("2k"), Some(2000.0));
         assert_eq!(parse("+1"), Some(1.0));
+        assert_eq!(parse("5."), Some(5.0));
+        assert_eq!(parse("007"), Some(7.0));
+        assert_eq!(milli("5."), Some(5000));
     }
 
     #[test]
