@@ -155,14 +155,16 @@ impl StagingMap {
                     "/" => path,
                     _ => &path[prefix.len()..],
                 };
-                let new = match trim(&e.pod_path) {
-                    "/" if !rest.is_empty() => format!("{head}{rest}"),
-                    pod => format!("{head}{pod}{rest}"),
+                let pod = match trim(&e.pod_path) {
+                    "/" if !rest.is_empty() => "",
+                    pod => pod,
                 };
-                if new == value {
+                // `path` ends with `rest`: it is unchanged when what comes before is `pod`
+                // (a mount at the same path in the pod), found without building the new text.
+                if path.len() == pod.len() + rest.len() && path.starts_with(pod) {
                     Rewrite::Unchanged
                 } else {
-                    Rewrite::Rewritten(new)
+                    Rewrite::Rewritten(format!("{head}{pod}{rest}"))
                 }
             }
             None => match scheme(path) {
