@@ -129,6 +129,10 @@ pub fn scan_text(text: &str) -> Vec<Finding> {
     if text.len() > MEMO_TEXT {
         return scan(text);
     }
+    // A short text without a hint holds nothing (see `scan`): said before the memo's hash.
+    if short_and_plain(text) {
+        return Vec::new();
+    }
     if let Some(found) = MEMO.with(|m| m.borrow().get(text).cloned()) {
         return found;
     }
@@ -151,6 +155,12 @@ thread_local! {
     // cost; its per-process seed and the entry bound keep a hostile input from hurting.
     static MEMO: std::cell::RefCell<std::collections::HashMap<Box<str>, Vec<Finding>, foldhash::fast::RandomState>> =
         std::cell::RefCell::default();
+}
+
+/// Shorter than any catalogue token (12 characters), without a secret word, a URL password
+/// (`@`) or an option (` -`): a text [`scan`] finds nothing in, known without scanning it.
+fn short_and_plain(text: &str) -> bool {
+    text.len() < 12 && !text.contains('@') && !text.contains(" -") && !has_secret_hint(text)
 }
 
 /// [`scan_text`], without the memo.
