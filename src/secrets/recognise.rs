@@ -406,31 +406,43 @@ const SECRET_SUFFIXES: [&str; 10] = [
     "cookie",
 ];
 
+/// The hints [`has_secret_hint`] looks for, lowercase.
+const HINTS: [&[u8]; 10] = [
+    b"key", b"token", b"secret", b"session", b"pass", b"pw", b"psk", b"cred", b"cookie", b"auth",
+];
+
+/// For each byte, the second letters (bit `c - b'a'`, lowercase) that make it and the letter
+/// the first two bytes of a hint, in any case.
+static HINT_PAIRS: [u32; 256] = {
+    let mut table = [0u32; 256];
+    let mut h = 0;
+    while h < HINTS.len() {
+        let (first, second) = (HINTS[h][0], HINTS[h][1]);
+        table[first as usize] |= 1 << (second - b'a');
+        table[first.to_ascii_uppercase() as usize] |= 1 << (second - b'a');
+        h += 1;
+    }
+    table
+};
+
 /// True when `text` holds a word a credential name needs (in any case): every secret word and
 /// suffix contains one of `key`, `token`, `secret`, `session`, `pass`, `pw`, `psk`, `cred`,
 /// `cookie`, `auth`, so that most names (`--epochs`, `image`, `app.kubernetes.io/name`) are
-/// ruled out without splitting them into words. A loop on the first letter, not an automaton:
-/// the texts are names and values, and building one costs more than the search.
+/// ruled out without splitting them into words. Not an automaton (the texts are names and
+/// values, and building one costs more than the search): each pair of bytes is looked up in
+/// a table of the hints' first two letters, and only a pair that starts one is compared.
 pub fn has_secret_hint(text: &str) -> bool {
     let bytes = text.as_bytes();
-    // Every hint is at least two bytes long, so the last byte starts none.
-    let starts = bytes.len().saturating_sub(1);
-    (0..starts).any(|i| {
-        // Most bytes start no hint: tested before any comparison is made.
-        let first = bytes[i] | 0x20;
-        if !matches!(first, b'k' | b't' | b's' | b'p' | b'c' | b'a') {
-            return false;
-        }
-        let rest = &bytes[i..];
-        let at = |h: &[u8]| rest.len() >= h.len() && rest[..h.len()].eq_ignore_ascii_case(h);
-        match first {
-            b'k' => at(b"key"),
-            b't' => at(b"token"),
-            b's' => at(b"secret") || at(b"session"),
-            b'p' => at(b"pass") || at(b"pw") || at(b"psk"),
-            b'c' => at(b"cred") || at(b"cookie"),
-            _ => at(b"auth"),
-        }
+    bytes.windows(2).enumerate().any(|(i, pair)| {
+        let seconds = HINT_PAIRS[pair[0] as usize];
+        let second = (pair[1] | 0x20).wrapping_sub(b'a');
+        second < 26
+            && seconds & (1 << second) != 0
+            && HINTS.iter().any(|h| {
+                bytes[i..]
+                    .get(..h.len())
+                    .is_some_and(|b| b.eq_ignore_ascii_case(h))
+            })
     })
 }
 
@@ -628,6 +640,43 @@ pub fn docker_auth_is_real(auth: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The definition: the text, lowercased, contains a hint.
+    fn has_hint_by_definition(text: &str) -> bool {
+        let lower = text.to_ascii_lowercase();
+        HINTS
+            .iter()
+            .any(|h| lower.contains(std::str::from_utf8(h).unwrap()))
+    }
+
+    #[test]
+    fn secret_hints_are_found_as_defined() {
+        // Every string of up to four characters over the hints' letters in both cases, their
+        // neighbours under `| 0x20` (`@`, `[`), digits, `_` and a non-ASCII letter; then every
+        // hint inside words.
+        let alphabet: Vec<char> = "keyKEYtoTOsSpPaAwWcCrRuU@[_1é".chars().collect();
+        let mut texts = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = texts
+                .iter()
+                .flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}")))
+                .collect();
+            texts.extend(longer);
+        }
+        for h in HINTS {
+            let h = std::str::from_utf8(h).unwrap();
+            texts.extend([
+                h.to_string(),
+                h.to_uppercase(),
+                format!("DB_{}_X", h.to_uppercase()),
+                format!("my{}", &h[..h.len() - 1]),
+            ]);
+        }
+        assert!(texts.len() > 600_000);
+        for t in &texts {
+            assert_eq!(has_secret_hint(t), has_hint_by_definition(t), "{t:?}");
+        }
+    }
 
     /// A GitHub classic token with a valid checksum over `random` (30 characters).
     fn ghp(random: &str) -> String {
