@@ -442,14 +442,27 @@ fn write_value(out: &mut String, value: &Value) -> Result<(), minijinja::Error> 
             out.push(']');
         }
         ValueKind::Map => {
+            // Keys with their values, without a lookup per key.
+            let pairs = value
+                .as_object()
+                .and_then(|map| map.try_iter_pairs())
+                .ok_or_else(|| {
+                    minijinja::Error::new(
+                        minijinja::ErrorKind::InvalidOperation,
+                        format!("{} is not iterable", value.kind()),
+                    )
+                })?;
             out.push('{');
-            for (i, key) in value.try_iter()?.enumerate() {
+            for (i, (key, item)) in pairs.enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_str(out, &key.to_string());
+                match key.as_str() {
+                    Some(key) => write_str(out, key),
+                    None => write_str(out, &key.to_string()),
+                }
                 out.push_str(": ");
-                write_value(out, &value.get_item(&key)?)?;
+                write_value(out, &item)?;
             }
             out.push('}');
         }
