@@ -152,22 +152,6 @@ pub enum NeededKind {
 /// `credentials.secretName`, which exists already), then the NGC pull Secret. Secrets the
 /// request names are the submitter's own and not listed. Empty when the output is whole.
 pub fn needed_secrets(plan: &crate::plan::Plan, objects: &[Node]) -> Vec<Needed> {
-    let mut referenced = std::collections::BTreeSet::new();
-    for object in objects {
-        secret_refs(object, &mut referenced);
-    }
-    for object in objects
-        .iter()
-        .filter(|o| o.get("kind").and_then(text) == Some("Secret"))
-    {
-        if let Some(name) = object
-            .get("metadata")
-            .and_then(|m| m.get("name"))
-            .and_then(text)
-        {
-            referenced.remove(name);
-        }
-    }
     let run = &plan.run;
     let credentials = plan
         .credentials_secret
@@ -185,10 +169,29 @@ pub fn needed_secrets(plan: &crate::plan::Plan, objects: &[Node]) -> Vec<Needed>
         optional: Vec::new(),
         kind: NeededKind::NgcPull,
     });
-    credentials
-        .chain(pull)
-        .filter(|n| referenced.contains(n.name.as_str()))
-        .collect()
+    let mut needed: Vec<Needed> = credentials.chain(pull).collect();
+    // Most requests need neither: the objects are not searched.
+    if needed.is_empty() {
+        return needed;
+    }
+    let mut referenced = std::collections::BTreeSet::new();
+    for object in objects {
+        secret_refs(object, &mut referenced);
+    }
+    for object in objects
+        .iter()
+        .filter(|o| o.get("kind").and_then(text) == Some("Secret"))
+    {
+        if let Some(name) = object
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(text)
+        {
+            referenced.remove(name);
+        }
+    }
+    needed.retain(|n| referenced.contains(n.name.as_str()));
+    needed
 }
 
 /// Every Secret name `node` references: `secretKeyRef`, `envFrom[].secretRef`, secret
