@@ -370,7 +370,7 @@ fn compile_all(
     let bundled = matches!(output, Output::Script | Output::Bundle(_));
     let mut done: Vec<Option<Done>> = Vec::new();
     // Which request applies each object, by kind, namespace and name.
-    let mut owners: BTreeMap<(String, String, String), usize> = BTreeMap::new();
+    let mut owners = Owners::default();
     for (i, path) in requests.paths.iter().enumerate() {
         let mut opts = opts.clone();
         let source = read_request(out, path, &mut opts, files)?;
@@ -400,14 +400,13 @@ fn compile_all(
                 out.note(note);
             }
         }
-        if let Some((object, other)) = clash(&product, &owners, &done) {
-            report_clash(out, &source, &object, &other);
+        let keys: Vec<_> = product.objects().map(key_of).collect();
+        if let Some((key, other)) = clash(&keys, &owners, &done) {
+            report_clash(out, &source, &object_key(key), &other);
             done.push(None);
             continue;
         }
-        for object in product.objects() {
-            owners.insert(key_of(object), i);
-        }
+        owners.extend(keys.into_iter().map(|key| (key, i)));
         // Printed manifests lack the Secrets `job.sh submit` would make: say which to make.
         if let Output::Manifests(_) = output {
             let needed =
@@ -462,20 +461,28 @@ fn report_clash(out: &Reporter, source: &Source, object: &str, other: &str) {
     out.summary(&[d], source.name());
 }
 
-/// An object of `product` that an earlier request already applies, and that request's file.
-fn clash(
-    product: &Product,
-    owners: &BTreeMap<(String, String, String), usize>,
+/// Which request applies each object, by kind, namespace and name (hashed: 20,000 requests
+/// are looked up in it one by one).
+type Owners = std::collections::HashMap<ObjectKey, usize, foldhash::fast::RandomState>;
+
+/// An object's kind, namespace and name.
+type ObjectKey = (String, String, String);
+
+/// The key among `keys` (a request's objects) that an earlier request already applies, and
+/// that request's file.
+fn clash<'k>(
+    keys: &'k [ObjectKey],
+    owners: &Owners,
     done: &[Option<Done>],
-) -> Option<(String, String)> {
-    product.objects().find_map(|o| {
-        let owner = owners.get(&key_of(o))?;
+) -> Option<(&'k ObjectKey, String)> {
+    keys.iter().find_map(|key| {
+        let owner = owners.get(key)?;
         let file = done[*owner].as_ref()?.source.name().to_string();
-        Some((object_key(o), file))
+        Some((key, file))
     })
 }
 
-fn key_of(object: &yaml::Node) -> (String, String, String) {
+fn key_of(object: &yaml::Node) -> ObjectKey {
     let text = |node: Option<&yaml::Node>| {
         node.and_then(tao_k8s::lint::api::text)
             .unwrap_or_default()
@@ -490,8 +497,7 @@ fn key_of(object: &yaml::Node) -> (String, String, String) {
 }
 
 /// `Kind namespace/name`.
-fn object_key(object: &yaml::Node) -> String {
-    let (kind, namespace, name) = key_of(object);
+fn object_key((kind, namespace, name): &ObjectKey) -> String {
     format!("`{kind} {namespace}/{name}`")
 }
 
