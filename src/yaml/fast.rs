@@ -52,6 +52,9 @@ pub(super) fn documents(
         line: std::cell::Cell::new((usize::MAX, 0)),
         duplicates: Vec::new(),
         booleans: Vec::new(),
+        plain_ascii: crate::source::every_byte(&text[from..], |b| {
+            (b' '..=b'~').contains(&b) | (b == b'\n')
+        }),
     };
     if from == 0 && text.starts_with('\u{feff}') {
         return 0;
@@ -117,6 +120,9 @@ struct Reader<'t> {
     /// The current document's duplicate keys and YAML 1.1 booleans, kept only if it is taken.
     duplicates: Vec<DuplicateKey>,
     booleans: Vec<Span>,
+    /// The text is printable ASCII and line feeds (rendered manifests, most files): no line
+    /// holds a tab or CR, and every scalar (on one line) is printable, known without a look.
+    plain_ascii: bool,
 }
 
 /// One line's content: where it starts (after the indentation) and its indentation.
@@ -223,7 +229,7 @@ impl Reader<'_> {
                     return Ok(None);
                 }
             }
-            if memchr::memchr2(b'\t', b'\r', line).is_some() {
+            if !self.plain_ascii && memchr::memchr2(b'\t', b'\r', line).is_some() {
                 return Err(bail());
             }
             if indent == 0 && line.first() == Some(&b'%') {
@@ -511,10 +517,15 @@ impl Reader<'_> {
         Ok(node)
     }
 
+    /// Whether a scalar's text (on one line) is text the subset takes as is.
+    fn printable(&self, text: &str) -> bool {
+        self.plain_ascii || printable(text)
+    }
+
     /// A plain scalar from `at` to `end`, resolved by the core schema.
     fn plain(&mut self, at: usize, end: usize) -> Read<Node> {
         let text = &self.text[at..end];
-        if text.len() > self.limits.max_scalar_bytes || !printable(text) {
+        if text.len() > self.limits.max_scalar_bytes || !self.printable(text) {
             return Err(bail());
         }
         self.count()?;
@@ -531,7 +542,7 @@ impl Reader<'_> {
     /// (on one line).
     fn double_quoted(&mut self, at: usize, close: usize) -> Read<Node> {
         let raw = &self.text[at + 1..close];
-        if raw.len() > self.limits.max_scalar_bytes || !printable(raw) {
+        if raw.len() > self.limits.max_scalar_bytes || !self.printable(raw) {
             return Err(bail());
         }
         let value = if raw.contains('\\') {
@@ -549,7 +560,7 @@ impl Reader<'_> {
     /// A single-quoted scalar (`''` is a quote), on one line.
     fn single_quoted(&mut self, at: usize, close: usize) -> Read<Node> {
         let raw = &self.text[at + 1..close];
-        if raw.len() > self.limits.max_scalar_bytes || !printable(raw) {
+        if raw.len() > self.limits.max_scalar_bytes || !self.printable(raw) {
             return Err(bail());
         }
         self.count()?;
@@ -668,6 +679,9 @@ fn quoted_close(b: &[u8], at: usize) -> Option<usize> {
     let mut i = at + 1;
     while i < b.len() {
         match b[i] {
+            // An escaped line break continues the scalar on the next line: not in the subset,
+            // where every scalar is on one line.
+            b'\\' if b.get(i + 1) == Some(&b'\n') => return None,
             b'\\' => i += 2,
             b'"' => return Some(i),
             b'\n' => return None,
@@ -947,6 +961,11 @@ mod tests {
             "a: {a=b: c}\n",
             "a: [\"x\"y]\n",
             "args: [dino, train, -e, /data/specs/train.yaml, results_dir=/results/x]\n",
+            "\"a\\\nb\": 1\n",
+            "a: \"x\\\ny\"\n",
+            "a: [\"x\\\ny\"]\n",
+            "a: \"x\u{7}y\"\nb: c\u{1b}d\n",
+            "a: \"\u{2028}\"\nb: 'x\u{7f}'\n",
         ];
         for text in cases {
             same(text);
