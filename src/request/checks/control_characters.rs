@@ -34,6 +34,10 @@ struct ControlCharacters<'c, 't> {
 
 impl<'a> Visitor<'a> for ControlCharacters<'_, '_> {
     fn string(&mut self, at: &[At<'a>], _node: &'a Node, s: &'a str) {
+        // Most strings are printable ASCII: nothing to find, whatever the path.
+        if crate::source::every_byte(s, |b| (b' '..=b'~').contains(&b)) {
+            return;
+        }
         let free_text = matches!(
             at.iter().rev().find_map(At::key),
             Some("shell" | "text" | "args" | "argv" | "env" | "specInline")
