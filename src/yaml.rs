@@ -960,19 +960,25 @@ pub fn visit_strings<'a>(node: &'a Node, f: impl FnMut(&[At<'a>], &'a Node, &'a 
 /// A path for people: `spec.storage.mounts[0].name`, with keys that are not plain words
 /// quoted: `spec.scheduling.nodeSelector["nvidia.com/gpu.product"]`.
 pub fn display_path(path: &[Step]) -> String {
+    use std::fmt::Write;
     let mut out = String::new();
     for step in path {
         match step {
-            Step::Index(i) => out.push_str(&format!("[{i}]")),
+            Step::Index(i) => {
+                let _ = write!(out, "[{i}]");
+            }
             Step::Key(k)
-                if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+                if !k.is_empty() && k.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') =>
             {
                 if !out.is_empty() {
                     out.push('.');
                 }
                 out.push_str(k);
             }
-            Step::Key(k) => out.push_str(&format!("[{}]", serde_json::Value::from(k.as_ref()))),
+            Step::Key(k) => {
+                let quoted = serde_json::to_string(k.as_ref()).expect("a string serializes");
+                let _ = write!(out, "[{quoted}]");
+            }
         }
     }
     out
@@ -981,6 +987,27 @@ pub fn display_path(path: &[Step]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_for_people() {
+        let path = [
+            Step::Key("spec".into()),
+            Step::Key("nodeSelector".into()),
+            Step::Key("nvidia.com/gpu.product".into()),
+            Step::Index(10),
+            Step::Key("a_1".into()),
+            Step::Key("say \"hi\"".into()),
+            Step::Key("".into()),
+        ];
+        assert_eq!(
+            display_path(&path),
+            r#"spec.nodeSelector["nvidia.com/gpu.product"][10].a_1["say \"hi\""][""]"#
+        );
+        assert_eq!(
+            display_path(&[Step::Index(0), Step::Key("é".into())]),
+            r#"[0]["é"]"#
+        );
+    }
 
     fn one(text: &str) -> Node {
         let mut s = parse(&Source::new("t", text), Limits::default()).unwrap();
