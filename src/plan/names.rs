@@ -70,9 +70,9 @@ impl Names {
             service: job.clone(),
             leader,
             child_job,
-            config_map: format!("{job}-spec"),
-            secret: secret_override.map_or_else(|| format!("{job}-creds"), str::to_owned),
-            pull_secret: format!("{job}-ngc"),
+            config_map: [&job, "-spec"].concat(),
+            secret: secret_override.map_or_else(|| [&job, "-creds"].concat(), str::to_owned),
+            pull_secret: [&job, "-ngc"].concat(),
             secret_named: secret_override.is_some(),
             job,
         }
