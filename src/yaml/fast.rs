@@ -55,6 +55,8 @@ pub(super) fn documents(
         plain_ascii: crate::source::every_byte(&text[from..], |b| {
             (b' '..=b'~').contains(&b) | (b == b'\n')
         }),
+        entries: Vec::new(),
+        items: Vec::new(),
     };
     if from == 0 && text.starts_with('\u{feff}') {
         return 0;
@@ -123,6 +125,11 @@ struct Reader<'t> {
     /// The text is printable ASCII and line feeds (rendered manifests, most files): no line
     /// holds a tab or CR, and every scalar (on one line) is printable, known without a look.
     plain_ascii: bool,
+    /// The entries and items of the collections being read, innermost last: a collection's
+    /// own are moved out in one allocation of their number when it ends, instead of a
+    /// vector that grows and is then shrunk.
+    entries: Vec<(Node, Node)>,
+    items: Vec<Node>,
 }
 
 /// One line's content: where it starts (after the indentation) and its indentation.
@@ -140,6 +147,8 @@ impl Reader<'_> {
         self.nodes = 0;
         self.duplicates.clear();
         self.booleans.clear();
+        self.entries.clear();
+        self.items.clear();
         let first = self.next_line()?;
         if first.is_none() {
             if self.pos >= self.bytes.len() {
@@ -302,7 +311,7 @@ impl Reader<'_> {
     fn sequence(&mut self, indent: usize, indentless: bool) -> Read<Node> {
         self.enter()?;
         let mut start = self.pos + indent;
-        let mut items = Vec::new();
+        let mark = self.items.len();
         while let Some(line) = self.next_line()? {
             if line.indent > indent {
                 return Err(bail());
@@ -316,7 +325,7 @@ impl Reader<'_> {
                 at += 1;
             }
             let end = self.line_end(at);
-            if indentless && items.is_empty() {
+            if indentless && self.items.len() == mark {
                 start = at;
             }
             if at == end || self.bytes[at] == b'#' {
@@ -326,7 +335,10 @@ impl Reader<'_> {
                 // The item is on the lines below.
                 self.end_line(at)?;
                 match self.next_line()? {
-                    Some(inner) if inner.indent > indent => items.push(self.block(inner)?),
+                    Some(inner) if inner.indent > indent => {
+                        let item = self.block(inner)?;
+                        self.items.push(item);
+                    }
                     _ => return Err(bail()),
                 }
             } else if self.is_item(at) {
@@ -334,15 +346,16 @@ impl Reader<'_> {
             } else if self.key_end(at).is_some() {
                 // A mapping that starts on the item's line, at the column of its first key.
                 let column = at - self.pos;
-                items.push(self.mapping(at, column)?);
+                let item = self.mapping(at, column)?;
+                self.items.push(item);
             } else {
-                let node = self.inline(at, end)?;
-                items.push(node);
+                let item = self.inline(at, end)?;
+                self.items.push(item);
             }
         }
         self.depth -= 1;
         self.count()?;
-        items.shrink_to_fit();
+        let items = self.items.split_off(mark);
         Ok(self.collection(Value::Seq(items), start))
     }
 
@@ -350,7 +363,7 @@ impl Reader<'_> {
     /// line).
     fn mapping(&mut self, first: usize, indent: usize) -> Read<Node> {
         self.enter()?;
-        let mut entries: Vec<(Node, Node)> = Vec::new();
+        let mark = self.entries.len();
         let mut seen: Option<std::collections::HashMap<String, usize>> = None;
         let mut at = first;
         loop {
@@ -375,7 +388,7 @@ impl Reader<'_> {
             } else {
                 self.inline(after, end)?
             };
-            self.insert(&mut entries, &mut seen, key, value);
+            self.insert(mark, &mut seen, key, value);
             match self.next_line()? {
                 Some(line) if line.indent == indent && !self.is_item(line.start) => {
                     at = line.start;
@@ -386,18 +399,20 @@ impl Reader<'_> {
         }
         self.depth -= 1;
         self.count()?;
-        entries.shrink_to_fit();
+        let entries = self.entries.split_off(mark);
         Ok(self.collection(Value::Map(entries), first))
     }
 
-    /// Add an entry, or record its key as a duplicate (kept out of the tree).
+    /// Add an entry to the collection whose entries start at `mark`, or record its key as a
+    /// duplicate (kept out of the tree).
     fn insert(
         &mut self,
-        entries: &mut Vec<(Node, Node)>,
+        mark: usize,
         seen: &mut Option<std::collections::HashMap<String, usize>>,
         key: Node,
         value: Node,
     ) {
+        let entries = &mut self.entries[mark..];
         let name = super::key_text(&key);
         let found = match seen {
             Some(seen) => seen.get(name.as_ref()).copied(),
@@ -425,7 +440,7 @@ impl Reader<'_> {
             map.insert(name.into_owned(), entries.len());
             *seen = Some(map);
         }
-        entries.push((key, value));
+        self.entries.push((key, value));
     }
 
     /// A collection's node, spanning its first character.
@@ -577,8 +592,7 @@ impl Reader<'_> {
         let open = self.bytes[at];
         let close = if open == b'[' { b']' } else { b'}' };
         let mut i = self.skip_blanks(at + 1, end);
-        let mut items = Vec::new();
-        let mut entries = Vec::new();
+        let (items, entries) = (self.items.len(), self.entries.len());
         let mut seen = None;
         if self.bytes.get(i) == Some(&close) {
             i += 1;
@@ -602,12 +616,12 @@ impl Reader<'_> {
                     i = self.skip_blanks(i + 1, end);
                     let (value, next) = self.flow_scalar_or_collection(i, end)?;
                     i = next;
-                    self.insert(&mut entries, &mut seen, node, value);
+                    self.insert(entries, &mut seen, node, value);
                 } else {
                     if self.bytes.get(i) == Some(&b':') {
                         return Err(bail());
                     }
-                    items.push(node);
+                    self.items.push(node);
                 }
                 match self.bytes.get(i) {
                     Some(b',') => {
@@ -628,9 +642,9 @@ impl Reader<'_> {
         self.depth -= 1;
         self.count()?;
         let value = if open == b'[' {
-            Value::Seq(items)
+            Value::Seq(self.items.split_off(items))
         } else {
-            Value::Map(entries)
+            Value::Map(self.entries.split_off(entries))
         };
         Ok((self.collection(value, at), i))
     }
