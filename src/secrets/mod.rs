@@ -160,7 +160,13 @@ thread_local! {
 /// Shorter than any catalogue token (12 characters), without a secret word, a URL password
 /// (`@`) or an option (` -`): a text [`scan`] finds nothing in, known without scanning it.
 fn short_and_plain(text: &str) -> bool {
-    text.len() < 12 && !text.contains('@') && !text.contains(" -") && !has_secret_hint(text)
+    text.len() < 12 && !text.contains('@') && !has_option(text) && !has_secret_hint(text)
+}
+
+/// An option after a blank (` -`, as in `mysql -p…`): a byte search, where `contains(" -")`
+/// would set a substring searcher up for every short text.
+fn has_option(text: &str) -> bool {
+    text.as_bytes().windows(2).any(|w| w == b" -")
 }
 
 /// [`scan_text`], without the memo.
@@ -173,7 +179,7 @@ fn scan(text: &str) -> Vec<Finding> {
     // PEM block; shorter credentials need a credential name or an option (` -`). Most strings
     // of a manifest (names, short values) have none of these and skip the regexes.
     let longest = text.split_whitespace().map(str::len).max().unwrap_or(0);
-    if longest < 12 && !named && !text.contains('@') && !text.contains(" -") {
+    if longest < 12 && !named && !text.contains('@') && !has_option(text) {
         return out;
     }
     // Each regex below runs (and is compiled) only on text that holds its literal.
@@ -281,7 +287,7 @@ fn named_values(text: &str, named: bool, out: &mut Vec<Finding>) {
     // Options need a dash after a blank, and a credential option a secret word or one of the
     // short options and `user:secret` options the argv rules know (`-p`, `-u`, `-a`, `--user`).
     let options = [" -p", " -u", " -a", "-user", "basic-auth"];
-    if (text.contains(" -") && (named || options.iter().any(|o| text.contains(o))))
+    if (has_option(text) && (named || options.iter().any(|o| text.contains(o))))
         || extract::has_positional_tool(text)
     {
         extract::shell(text, &mut candidates);
