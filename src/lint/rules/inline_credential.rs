@@ -65,18 +65,17 @@ impl Rule for InlineCredential {
         // Whether any map has an `encryptedData` key: only then is a string's path searched.
         let mut encrypted = false;
         walk_maps(doc.root, &mut Vec::new(), &mut |path, entries| {
-            encrypted |= entries
-                .iter()
-                .any(|(k, _)| matches!(&k.value, Value::Str(k) if k == "encryptedData"));
-            let list = |key: &str| {
-                entries
-                    .iter()
-                    .find_map(|(k, v)| match (&k.value, &v.value) {
-                        (Value::Str(k), Value::Seq(items)) if k == key => Some(items.as_slice()),
-                        _ => None,
-                    })
-            };
-            let (command, args) = (list("command").unwrap_or(&[]), list("args").unwrap_or(&[]));
+            // One look at the keys (a map holds each once): an argv list, `encryptedData`.
+            let (mut command, mut args): (&[Node], &[Node]) = (&[], &[]);
+            for (k, v) in entries {
+                let Value::Str(k) = &k.value else { continue };
+                match (k.as_str(), &v.value) {
+                    ("command", Value::Seq(items)) => command = items,
+                    ("args", Value::Seq(items)) => args = items,
+                    ("encryptedData", _) => encrypted = true,
+                    _ => {}
+                }
+            }
             if command.is_empty() && args.is_empty() {
                 // Keys can hold a token too (a label or annotation key, an env name).
                 for (k, _) in entries {
