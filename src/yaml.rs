@@ -870,31 +870,102 @@ impl serde::Serialize for Node {
     }
 }
 
-/// A tree serialized as its [`Node::to_json`] is, without building that JSON: keys sorted as
-/// a JSON object sorts them, non-finite floats as strings. `-o json` prints every rendered
-/// object through it.
+/// A tree written as serde_json pretty-prints its [`Node::to_json`], without building that
+/// JSON: keys sorted as a JSON object sorts them, two spaces a level, non-finite floats as
+/// strings. `-o json` prints every rendered object through it.
 pub struct SortedJson<'a>(pub &'a Node);
 
-impl serde::Serialize for SortedJson<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        match &self.0.value {
-            Value::Float(f) if !f.is_finite() => s.serialize_str(&f.to_string()),
-            Value::Seq(items) => s.collect_seq(items.iter().map(SortedJson)),
-            Value::Map(entries) => {
-                // Key texts are unique: the parser keeps a duplicate (`1` after `"1"` too) out.
-                let mut sorted: Vec<(std::borrow::Cow<'_, str>, &Node)> =
-                    entries.iter().map(|(k, v)| (key_text(k), v)).collect();
-                sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                let mut map = s.serialize_map(Some(sorted.len()))?;
-                for (k, v) in &sorted {
-                    map.serialize_entry(k, &SortedJson(v))?;
-                }
-                map.end()
+impl SortedJson<'_> {
+    /// The pretty text, every line after the first indented by `indent` as well (the items
+    /// of a `v1` List are two levels deep).
+    pub fn pretty(&self, indent: &str) -> String {
+        let mut out = String::with_capacity(256);
+        let mut margin = String::from(indent);
+        pretty_json(&mut out, self.0, &mut margin);
+        out
+    }
+}
+
+/// `node` as pretty JSON; `margin` is the indentation of its line, as it is left.
+fn pretty_json(out: &mut String, node: &Node, margin: &mut String) {
+    let open = |out: &mut String, margin: &mut String, bracket: char| {
+        out.push(bracket);
+        margin.push_str("  ");
+    };
+    let next = |out: &mut String, margin: &str, first: bool| {
+        out.push_str(if first { "\n" } else { ",\n" });
+        out.push_str(margin);
+    };
+    let close = |out: &mut String, margin: &mut String, bracket: char| {
+        margin.truncate(margin.len() - 2);
+        out.push('\n');
+        out.push_str(margin);
+        out.push(bracket);
+    };
+    match &node.value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(i) => {
+            use std::fmt::Write;
+            let _ = write!(out, "{i}");
+        }
+        Value::Float(f) if f.is_finite() => {
+            out.push_str(&serde_json::to_string(f).expect("a finite float serializes"));
+        }
+        Value::Float(f) => json_string(out, &f.to_string()),
+        Value::Str(s) => json_string(out, s),
+        Value::Seq(items) if items.is_empty() => out.push_str("[]"),
+        Value::Map(entries) if entries.is_empty() => out.push_str("{}"),
+        Value::Seq(items) => {
+            open(out, margin, '[');
+            for (i, item) in items.iter().enumerate() {
+                next(out, margin, i == 0);
+                pretty_json(out, item, margin);
             }
-            _ => self.0.serialize(s),
+            close(out, margin, ']');
+        }
+        Value::Map(entries) => {
+            // Key texts are unique: the parser keeps a duplicate (`1` after `"1"` too) out.
+            let mut sorted: Vec<(std::borrow::Cow<'_, str>, &Node)> =
+                entries.iter().map(|(k, v)| (key_text(k), v)).collect();
+            sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            open(out, margin, '{');
+            for (i, (key, value)) in sorted.iter().enumerate() {
+                next(out, margin, i == 0);
+                json_string(out, key);
+                out.push_str(": ");
+                pretty_json(out, value, margin);
+            }
+            close(out, margin, '}');
         }
     }
+}
+
+/// `s` as a JSON string, escaped as serde_json escapes it: quote, backslash and the C0
+/// controls (by name where JSON has one, else `\u00xx`); everything else as it is.
+fn json_string(out: &mut String, s: &str) {
+    out.push('"');
+    if crate::source::every_byte(s, |b| (b >= 0x20) & (b != b'"') & (b != b'\\')) {
+        out.push_str(s);
+    } else {
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                c if (c as u32) < 0x20 => {
+                    use std::fmt::Write;
+                    let _ = write!(out, "\\u{:04x}", c as u32);
+                }
+                c => out.push(c),
+            }
+        }
+    }
+    out.push('"');
 }
 
 /// What [`visit`] shows of a tree. Every method has a default that does nothing, so a
@@ -1228,9 +1299,11 @@ mod tests {
             tree.get("nested").unwrap(),
             tree.get("floats").unwrap(),
         ] {
+            let serde = serde_json::to_string_pretty(&node.to_json()).unwrap();
+            assert_eq!(SortedJson(node).pretty(""), serde);
             assert_eq!(
-                serde_json::to_string_pretty(&SortedJson(node)).unwrap(),
-                serde_json::to_string_pretty(&node.to_json()).unwrap()
+                SortedJson(node).pretty("    "),
+                serde.replace('\n', "\n    ")
             );
         }
     }

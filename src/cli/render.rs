@@ -282,11 +282,8 @@ impl Done {
                 Format::Json => (
                     String::new(),
                     std::mem::take(&mut c.documents)
-                        .into_iter()
-                        .map(|d| {
-                            serde_json::to_string_pretty(&yaml::SortedJson(&d))
-                                .expect("a JSON value serializes")
-                        })
+                        .iter()
+                        .map(|d| yaml::SortedJson(d).pretty(LIST_ITEM))
                         .collect(),
                 ),
             };
@@ -501,6 +498,9 @@ fn object_key((kind, namespace, name): &ObjectKey) -> String {
     format!("`{kind} {namespace}/{name}`")
 }
 
+/// The indentation of a `v1` List's items, in which `-o json` keeps each object's text.
+const LIST_ITEM: &str = "    ";
+
 /// Print or write what the compiled requests produced.
 fn deliver(
     out: &Reporter,
@@ -616,16 +616,17 @@ fn write_manifests(
             if let [one] = objects.as_slice()
                 && !many
             {
-                out.write_all(one.as_bytes())?;
+                // Alone, at the top level (a JSON text has no raw line break but between its
+                // tokens, each followed by its indentation).
+                out.write_all(one.replace(&format!("\n{LIST_ITEM}"), "\n").as_bytes())?;
                 return out.write_all(b"\n");
             }
             // A `v1` List as serde_json prints it pretty (keys sorted, two spaces a level): each
-            // item is its own pretty text two levels deeper (a JSON text has no raw line break
-            // but between its tokens).
+            // item is its own pretty text, two levels deeper.
             out.write_all(b"{\n  \"apiVersion\": \"v1\",\n  \"items\": [")?;
             for (i, item) in objects.iter().enumerate() {
                 out.write_all(if i == 0 { b"\n    " } else { b",\n    " })?;
-                out.write_all(item.replace('\n', "\n    ").as_bytes())?;
+                out.write_all(item.as_bytes())?;
             }
             if !objects.is_empty() {
                 out.write_all(b"\n  ")?;
@@ -685,6 +686,12 @@ mod tests {
     /// what serde_json prints for the whole List (the format `-o json` always had).
     #[test]
     fn the_json_list_is_serde_jsons_pretty_list() {
+        // Each object's text, as `keep_only` keeps it: indented as a List's item.
+        let item = |v: &serde_json::Value| {
+            serde_json::to_string_pretty(v)
+                .unwrap()
+                .replace('\n', &format!("\n{LIST_ITEM}"))
+        };
         let objects = [
             serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
                 "data": {"spec.yaml": "a: 1\nb: \"x\"\n", "empty": ""}}),
@@ -695,7 +702,7 @@ mod tests {
         let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap();
         for count in 0..=objects.len() {
             for many in [false, true] {
-                let texts: Vec<String> = objects[..count].iter().map(pretty).collect();
+                let texts: Vec<String> = objects[..count].iter().map(item).collect();
                 let mut ours = Vec::new();
                 write_manifests(&mut ours, &[("", &texts)], Format::Json, many).unwrap();
                 let expected = match &objects[..count] {
