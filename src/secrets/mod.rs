@@ -600,9 +600,11 @@ mod tests {
             "a second call is answered by the memo"
         );
         for i in 0..MEMO_ENTRIES + 100 {
-            scan_text(&format!("value-{i}"));
+            // Long enough to be kept, not answered by the short-text test.
+            scan_text(&format!("a-longer-value-{i}"));
         }
         assert!(MEMO.with(|m| m.borrow().len()) <= MEMO_ENTRIES);
+        assert!(MEMO.with(|m| m.borrow().len()) > 100, "texts are kept");
         let long = "x ".repeat(MEMO_TEXT);
         scan_text(&long);
         assert!(MEMO.with(|m| !m.borrow().contains_key(long.as_str())));
