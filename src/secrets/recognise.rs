@@ -492,12 +492,16 @@ pub fn name_rule(name: &str, value: &str, base: usize) -> Option<Finding> {
 /// The name model with the name's kind given: a Secret's entries are judged as passwords (see
 /// [`super::scan_secret_entry`]).
 pub fn named_value(kind: NameKind, name: &str, value: &str, base: usize) -> Option<Finding> {
+    // Most names are no credential's: nothing to read in the value.
+    if kind == NameKind::None {
+        return None;
+    }
     let v = value.trim().trim_matches(['"', '\'']);
     // A password of fewer than 4 characters is a setting (`-p 0`), not a secret worth a finding.
     if v.len() < 4 || v.contains(char::is_whitespace) {
         return None;
     }
-    if kind == NameKind::None || (kind == NameKind::Secret && v.len() < 12) || is_reference(v) {
+    if (kind == NameKind::Secret && v.len() < 12) || is_reference(v) {
         return None;
     }
     let words = name_words(name);
