@@ -1306,5 +1306,12 @@ mod tests {
                 serde.replace('\n', "\n    ")
             );
         }
+        // A wide map, with keys of every kind.
+        let wide: String = (0..40).rev().map(|i| format!("k{i}: {i}\n")).collect();
+        let wide = one(&(wide + "1: a\n~: b\ntrue: c\n"));
+        assert_eq!(
+            SortedJson(&wide).pretty(""),
+            serde_json::to_string_pretty(&wide.to_json()).unwrap()
+        );
     }
 }
