@@ -195,11 +195,14 @@ fn parse_with(
         return Ok(builder.stream);
     }
     // The documents in the subset the fast path reads; the general parser reads each one it
-    // does not take, and the fast path goes on after it.
+    // does not take, and the fast path goes on after it. Whether the text is printable ASCII
+    // and line feeds is asked once, not each time the fast path resumes.
+    let plain_ascii = fast::plain_ascii(text);
     let mut from = 0;
     loop {
         let (documents, stream) = (&mut builder.documents, &mut builder.stream);
-        from = fast::documents(text, from, limits, stream, documents, on_document);
+        let at = fast::Start { from, plain_ascii };
+        from = fast::documents(text, at, limits, stream, documents, on_document);
         if from >= text.len() {
             return Ok(builder.stream);
         }

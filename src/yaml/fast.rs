@@ -30,12 +30,25 @@ fn bail() -> Bail {
     Bail
 }
 
-/// Read documents from `from` on while they are in the subset, handing each to `on_document`
-/// with the YAML 1.1 boolean spans so far. Returns where the first document it did not take
-/// starts (`text.len()` when it took them all).
+/// Whether `text` is printable ASCII and line feeds (rendered manifests, most files): no line
+/// of it holds a tab or CR, and every scalar (on one line) is printable.
+pub(super) fn plain_ascii(text: &str) -> bool {
+    crate::source::every_byte(text, |b| (b' '..=b'~').contains(&b) | (b == b'\n'))
+}
+
+/// Where [`documents`] starts reading, and what is known of the whole text.
+pub(super) struct Start {
+    pub(super) from: usize,
+    /// [`plain_ascii`] of the whole text.
+    pub(super) plain_ascii: bool,
+}
+
+/// Read documents from `at.from` on while they are in the subset, handing each to
+/// `on_document` with the YAML 1.1 boolean spans so far. Returns where the first document it
+/// did not take starts (`text.len()` when it took them all).
 pub(super) fn documents(
     text: &str,
-    from: usize,
+    at: Start,
     limits: Limits,
     stream: &mut Stream,
     documents: &mut usize,
@@ -44,7 +57,7 @@ pub(super) fn documents(
     let mut reader = Reader {
         text,
         bytes: text.as_bytes(),
-        pos: from,
+        pos: at.from,
         limits,
         depth: 0,
         nodes: 0,
@@ -52,13 +65,11 @@ pub(super) fn documents(
         line: std::cell::Cell::new((usize::MAX, 0)),
         duplicates: Vec::new(),
         booleans: Vec::new(),
-        plain_ascii: crate::source::every_byte(&text[from..], |b| {
-            (b' '..=b'~').contains(&b) | (b == b'\n')
-        }),
+        plain_ascii: at.plain_ascii,
         entries: Vec::new(),
         items: Vec::new(),
     };
-    if from == 0 && text.starts_with('\u{feff}') {
+    if at.from == 0 && text.starts_with('\u{feff}') {
         return 0;
     }
     loop {
@@ -122,8 +133,7 @@ struct Reader<'t> {
     /// The current document's duplicate keys and YAML 1.1 booleans, kept only if it is taken.
     duplicates: Vec<DuplicateKey>,
     booleans: Vec<Span>,
-    /// The text is printable ASCII and line feeds (rendered manifests, most files): no line
-    /// holds a tab or CR, and every scalar (on one line) is printable, known without a look.
+    /// The text is [`plain_ascii`]: the per-line and per-scalar character tests are skipped.
     plain_ascii: bool,
     /// The entries and items of the collections being read, innermost last: a collection's
     /// own are moved out in one allocation of their number when it ends, instead of a
@@ -355,7 +365,7 @@ impl Reader<'_> {
         }
         self.depth -= 1;
         self.count()?;
-        let items = self.items.split_off(mark);
+        let items = split_tail(&mut self.items, mark);
         Ok(self.collection(Value::Seq(items), start))
     }
 
@@ -399,7 +409,7 @@ impl Reader<'_> {
         }
         self.depth -= 1;
         self.count()?;
-        let entries = self.entries.split_off(mark);
+        let entries = split_tail(&mut self.entries, mark);
         Ok(self.collection(Value::Map(entries), first))
     }
 
@@ -642,9 +652,9 @@ impl Reader<'_> {
         self.depth -= 1;
         self.count()?;
         let value = if open == b'[' {
-            Value::Seq(self.items.split_off(items))
+            Value::Seq(split_tail(&mut self.items, items))
         } else {
-            Value::Map(self.entries.split_off(entries))
+            Value::Map(split_tail(&mut self.entries, entries))
         };
         Ok((self.collection(value, at), i))
     }
@@ -686,6 +696,18 @@ impl Reader<'_> {
         }
         i
     }
+}
+
+/// The elements of `stack` from `mark` on, moved into a vector of their number; the stack
+/// keeps its buffer. (`split_off(0)` would hand the whole buffer over, spare room and all, as
+/// the outermost collection's, and allocate another as large for the next document.)
+fn split_tail<T>(stack: &mut Vec<T>, mark: usize) -> Vec<T> {
+    if mark > 0 {
+        return stack.split_off(mark);
+    }
+    let mut all = Vec::with_capacity(stack.len());
+    all.append(stack);
+    all
 }
 
 /// The offset of the closing quote of the double-quoted scalar opening at `at`, on its line.
@@ -857,7 +879,10 @@ mod tests {
         let mut count = 0;
         super::documents(
             text,
-            0,
+            super::Start {
+                from: 0,
+                plain_ascii: super::plain_ascii(text),
+            },
             Limits::default(),
             &mut stream,
             &mut count,
