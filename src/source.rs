@@ -171,6 +171,22 @@ pub(crate) fn every_byte(text: &str, ok: impl Fn(u8) -> bool) -> bool {
     text.bytes().fold(true, |all, b| all & ok(b))
 }
 
+/// Every string of at most `length` characters over `alphabet`, the empty one first: unit
+/// tests compare a definition and a fast test of it on all of them.
+#[cfg(test)]
+pub(crate) fn every_string(alphabet: &[char], length: usize) -> Vec<String> {
+    let mut texts = vec![String::new()];
+    let mut last = texts.clone();
+    for _ in 0..length {
+        last = last
+            .iter()
+            .flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}")))
+            .collect();
+        texts.extend(last.iter().cloned());
+    }
+    texts
+}
+
 /// YAML 1.2's `c-printable` (a BOM is printable too).
 fn printable(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\r' | ' '..='~' | '\u{85}')

@@ -125,15 +125,7 @@ mod tests {
         let by_parts = |s: &str| {
             s.len() <= MAX_SUBDOMAIN && s.as_bytes().split(|&b| b == b'.').all(dns_label_shape)
         };
-        let alphabet = ["a", "z", "0", "-", ".", "A", "_"];
-        let mut texts = vec![String::new()];
-        for _ in 0..4 {
-            let longer: Vec<String> = texts
-                .iter()
-                .flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}")))
-                .collect();
-            texts.extend(longer);
-        }
+        let mut texts = crate::source::every_string(&['a', 'z', '0', '-', '.', 'A', '_'], 4);
         texts.push("a".repeat(253));
         texts.push("a".repeat(254));
         for text in &texts {

@@ -659,14 +659,7 @@ mod tests {
         // neighbours under `| 0x20` (`@`, `[`), digits, `_` and a non-ASCII letter; then every
         // hint inside words.
         let alphabet: Vec<char> = "keyKEYtoTOsSpPaAwWcCrRuU@[_1é".chars().collect();
-        let mut texts = vec![String::new()];
-        for _ in 0..4 {
-            let longer: Vec<String> = texts
-                .iter()
-                .flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}")))
-                .collect();
-            texts.extend(longer);
-        }
+        let mut texts = crate::source::every_string(&alphabet, 4);
         for h in HINTS {
             let h = std::str::from_utf8(h).unwrap();
             texts.extend([
