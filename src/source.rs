@@ -171,6 +171,12 @@ pub(crate) fn every_byte(text: &str, ok: impl Fn(u8) -> bool) -> bool {
     text.bytes().fold(true, |all, b| all & ok(b))
 }
 
+/// Whether `text` is printable ASCII only (no line break, tab or control character): the
+/// common case that spares a character-by-character look.
+pub(crate) fn printable_ascii(text: &str) -> bool {
+    every_byte(text, |b| (b' '..=b'~').contains(&b))
+}
+
 /// Every string of at most `length` characters over `alphabet`, the empty one first: unit
 /// tests compare a definition and a fast test of it on all of them.
 #[cfg(test)]

@@ -805,7 +805,7 @@ fn flow_word_char(c: u8) -> bool {
 fn printable(text: &str) -> bool {
     // One pass over the bytes for the common case (printable ASCII); only text with another
     // byte is read as characters.
-    if crate::source::every_byte(text, |b| (b' '..=b'~').contains(&b)) {
+    if crate::source::printable_ascii(text) {
         return true;
     }
     if text.is_ascii() {

@@ -35,7 +35,7 @@ struct ControlCharacters<'c, 't> {
 impl<'a> Visitor<'a> for ControlCharacters<'_, '_> {
     fn string(&mut self, at: &[At<'a>], _node: &'a Node, s: &'a str) {
         // Most strings are printable ASCII: nothing to find, whatever the path.
-        if crate::source::every_byte(s, |b| (b' '..=b'~').contains(&b)) {
+        if crate::source::printable_ascii(s) {
             return;
         }
         let free_text = matches!(
