@@ -179,6 +179,9 @@ fn parse_with(
     on_document: &mut dyn FnMut(Node, &[Span]),
 ) -> Result<Stream, SyntaxError> {
     let text = source.text();
+    // Whether the text is printable ASCII and line feeds (nearly every manifest) is asked once,
+    // not each time the fast path resumes; such a text is ASCII too.
+    let plain_ascii = fast::plain_ascii(text);
     let mut builder = Builder {
         source,
         limits,
@@ -188,21 +191,26 @@ fn parse_with(
         nodes: 0,
         aliased: 0,
         documents: 0,
-        ascii: text.is_ascii(),
+        ascii: plain_ascii || text.is_ascii(),
     };
     if !fast_path {
         builder.general(0, false, on_document)?;
         return Ok(builder.stream);
     }
     // The documents in the subset the fast path reads; the general parser reads each one it
-    // does not take, and the fast path goes on after it. Whether the text is printable ASCII
-    // and line feeds is asked once, not each time the fast path resumes.
-    let plain_ascii = fast::plain_ascii(text);
+    // does not take, and the fast path goes on after it.
     let mut from = 0;
     loop {
         let (documents, stream) = (&mut builder.documents, &mut builder.stream);
-        let at = fast::Start { from, plain_ascii };
-        from = fast::documents(text, at, limits, stream, documents, on_document);
+        from = fast::documents(
+            text,
+            from,
+            plain_ascii,
+            limits,
+            stream,
+            documents,
+            on_document,
+        );
         if from >= text.len() {
             return Ok(builder.stream);
         }

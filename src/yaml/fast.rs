@@ -36,19 +36,14 @@ pub(super) fn plain_ascii(text: &str) -> bool {
     crate::source::every_byte(text, |b| (b' '..=b'~').contains(&b) | (b == b'\n'))
 }
 
-/// Where [`documents`] starts reading, and what is known of the whole text.
-pub(super) struct Start {
-    pub(super) from: usize,
-    /// [`plain_ascii`] of the whole text.
-    pub(super) plain_ascii: bool,
-}
-
-/// Read documents from `at.from` on while they are in the subset, handing each to
-/// `on_document` with the YAML 1.1 boolean spans so far. Returns where the first document it
-/// did not take starts (`text.len()` when it took them all).
+/// Read documents from `from` on while they are in the subset, handing each to `on_document`
+/// with the YAML 1.1 boolean spans so far; `plain_ascii` is [`plain_ascii`] of the whole text.
+/// Returns where the first document it did not take starts (`text.len()` when it took them
+/// all).
 pub(super) fn documents(
     text: &str,
-    at: Start,
+    from: usize,
+    plain_ascii: bool,
     limits: Limits,
     stream: &mut Stream,
     documents: &mut usize,
@@ -57,7 +52,7 @@ pub(super) fn documents(
     let mut reader = Reader {
         text,
         bytes: text.as_bytes(),
-        pos: at.from,
+        pos: from,
         limits,
         depth: 0,
         nodes: 0,
@@ -65,11 +60,11 @@ pub(super) fn documents(
         line: std::cell::Cell::new((usize::MAX, 0)),
         duplicates: Vec::new(),
         booleans: Vec::new(),
-        plain_ascii: at.plain_ascii,
+        plain_ascii,
         entries: Vec::new(),
         items: Vec::new(),
     };
-    if at.from == 0 && text.starts_with('\u{feff}') {
+    if from == 0 && text.starts_with('\u{feff}') {
         return 0;
     }
     loop {
@@ -879,10 +874,8 @@ mod tests {
         let mut count = 0;
         super::documents(
             text,
-            super::Start {
-                from: 0,
-                plain_ascii: super::plain_ascii(text),
-            },
+            0,
+            super::plain_ascii(text),
             Limits::default(),
             &mut stream,
             &mut count,
